@@ -1,0 +1,2 @@
+COPY windowrag.sections (document_id, ordinal, heading_path, level, start_char, end_char,
+                         first_sentence, last_sentence) FROM STDIN

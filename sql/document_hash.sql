@@ -1,0 +1,1 @@
+SELECT content_hash FROM windowrag.documents WHERE collection_id = %s AND external_id = %s

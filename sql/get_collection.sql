@@ -1,0 +1,3 @@
+SELECT id, name, embedding_model, dimension, contextual_headers, ts_config::text, unit, chunk_tokens
+FROM windowrag.collections
+WHERE name = %s

@@ -1,0 +1,13 @@
+-- Rows of one document arrive here by COPY (binary), then go to windowrag.sentences in one
+-- INSERT ... SELECT that computes the tsvector and BM25 length in the server.
+CREATE TEMP TABLE IF NOT EXISTS windowrag_stage (
+    ordinal     integer NOT NULL,
+    section_ord integer NOT NULL,
+    start_char  integer NOT NULL,
+    end_char    integer NOT NULL,
+    kind        text NOT NULL,
+    text        text NOT NULL,
+    token_count integer NOT NULL,
+    page        integer,
+    embedding   vector NOT NULL
+) ON COMMIT DELETE ROWS

@@ -1,0 +1,28 @@
+"""Settings read from the environment (no I/O beyond os.environ)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DATABASE_URL_ENV = "WINDOWRAG_DATABASE_URL"
+HOME_ENV = "WINDOWRAG_HOME"
+STATEMENT_TIMEOUT_ENV = "WINDOWRAG_STATEMENT_TIMEOUT_MS"
+DEFAULT_COLLECTION = "default"
+
+
+def windowrag_home() -> Path:
+    """Folder of the embedded database (and nothing else): $WINDOWRAG_HOME or the user data dir."""
+    env = os.environ.get(HOME_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("windowrag-pg"))
+
+
+def database_url_from_env() -> str | None:
+    return os.environ.get(DATABASE_URL_ENV) or None
+
+
+def statement_timeout_ms() -> int:
+    return int(os.environ.get(STATEMENT_TIMEOUT_ENV, "30000"))

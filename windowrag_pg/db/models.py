@@ -1,0 +1,111 @@
+"""SQLAlchemy 2 models of the windowrag schema, for Alembic (autogenerate diffs) and for users
+who query the tables from SQLAlchemy. The library itself talks to Postgres through psycopg and
+the SQL in sql/*.sql; the DDL of record is sql/schema.sql, applied by the migrations.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger, Boolean, DateTime, ForeignKey, Integer, REAL, SmallInteger, Text, UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REGCONFIG, TSVECTOR
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+SCHEMA = "windowrag"
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Collection(Base):
+    __tablename__ = "collections"
+    __table_args__ = {"schema": SCHEMA}
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(Text, unique=True)
+    embedding_model: Mapped[str] = mapped_column(Text)
+    dimension: Mapped[int] = mapped_column(Integer)
+    contextual_headers: Mapped[bool] = mapped_column(Boolean, default=False)
+    ts_config: Mapped[str] = mapped_column(REGCONFIG)
+    unit: Mapped[str] = mapped_column(Text, default="sentence")
+    chunk_tokens: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Document(Base):
+    __tablename__ = "documents"
+    __table_args__ = (UniqueConstraint("collection_id", "external_id"), {"schema": SCHEMA})
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.collections.id", ondelete="CASCADE"))
+    external_id: Mapped[str] = mapped_column(Text)
+    title: Mapped[str | None] = mapped_column(Text)
+    source: Mapped[str | None] = mapped_column(Text)
+    format: Mapped[str] = mapped_column(Text)
+    metadata_: Mapped[dict] = mapped_column("metadata", JSONB)
+    content_hash: Mapped[str] = mapped_column(Text)
+    text: Mapped[str] = mapped_column(Text)
+    sentence_count: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Section(Base):
+    __tablename__ = "sections"
+    __table_args__ = (UniqueConstraint("document_id", "ordinal"), {"schema": SCHEMA})
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    document_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.documents.id", ondelete="CASCADE"))
+    ordinal: Mapped[int] = mapped_column(Integer)
+    heading_path: Mapped[list[str]] = mapped_column(ARRAY(Text))
+    level: Mapped[int] = mapped_column(SmallInteger)
+    start_char: Mapped[int] = mapped_column(Integer)
+    end_char: Mapped[int] = mapped_column(Integer)
+    first_sentence: Mapped[int | None] = mapped_column(Integer)
+    last_sentence: Mapped[int | None] = mapped_column(Integer)
+
+
+class Sentence(Base):
+    __tablename__ = "sentences"
+    __table_args__ = {"schema": SCHEMA}
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(Integer)
+    document_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.documents.id", ondelete="CASCADE"))
+    section_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.sections.id", ondelete="CASCADE"))
+    ordinal: Mapped[int] = mapped_column(Integer)
+    start_char: Mapped[int] = mapped_column(Integer)
+    end_char: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(Text)
+    text: Mapped[str] = mapped_column(Text)
+    token_count: Mapped[int] = mapped_column(Integer)
+    page: Mapped[int | None] = mapped_column(Integer)
+    embedding = mapped_column(Vector())
+    tsv = mapped_column(TSVECTOR)
+    bm25_length: Mapped[int] = mapped_column(Integer)
+
+
+class Bm25Stats(Base):
+    __tablename__ = "bm25_stats"
+    __table_args__ = {"schema": SCHEMA}
+    collection_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.collections.id", ondelete="CASCADE"), primary_key=True)
+    n_sentences: Mapped[int] = mapped_column(BigInteger)
+    total_length: Mapped[int] = mapped_column(BigInteger)
+
+
+class Bm25Term(Base):
+    __tablename__ = "bm25_terms"
+    __table_args__ = {"schema": SCHEMA}
+    collection_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
+    df: Mapped[int] = mapped_column(Integer)
+
+
+class Bm25Posting(Base):
+    __tablename__ = "bm25_postings"
+    __table_args__ = {"schema": SCHEMA}
+    collection_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
+    sentence_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    tf: Mapped[int] = mapped_column(Integer)
+    doc_length: Mapped[int] = mapped_column(Integer)
+    impact: Mapped[float] = mapped_column(REAL)

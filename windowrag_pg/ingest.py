@@ -1,0 +1,169 @@
+"""Ingestion: source → parse → split → embed → store, one document per transaction.
+
+Orchestration only: each stage is a pure function elsewhere (parse, split, embed), and the
+database is touched through windowrag_pg.store.writer.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import psycopg
+
+from .embed import get_embedder
+from .embed.base import Embedder, EmbeddingError
+from .parse import ParseError, parse_document, parse_pdf
+from .parse.types import ParsedDocument, Unit
+from .sources import SourceDocument, SourceError
+from .split.sentences import split_units
+from .store.collections import Collection, ensure_collection
+from .store.writer import DocumentRecord, existing_hash, write_document
+
+HEADER_SEPARATOR = " › "
+
+
+@dataclass(slots=True)
+class IngestReport:
+    added: int = 0
+    replaced: int = 0
+    unchanged: int = 0
+    sections: int = 0
+    sentences: int = 0
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+    errors: list[SourceError] = field(default_factory=list)
+
+    @property
+    def documents(self) -> int:
+        return self.added + self.replaced + self.unchanged
+
+    @property
+    def sentences_per_second(self) -> float:
+        return self.sentences / self.seconds if self.seconds else 0.0
+
+    def as_dict(self) -> dict:
+        return {
+            "documents": self.documents, "added": self.added, "replaced": self.replaced,
+            "unchanged": self.unchanged, "sections": self.sections, "sentences": self.sentences,
+            "seconds": round(self.seconds, 3), "embed_seconds": round(self.embed_seconds, 3),
+            "sentences_per_second": round(self.sentences_per_second, 1),
+            "errors": [{"name": e.name, "message": e.message} for e in self.errors],
+        }
+
+
+def content_hash(source: SourceDocument) -> str:
+    """Hash of everything that shapes the stored rows of a document."""
+    digest = hashlib.sha256()
+    header = {"format": source.format, "title": source.title, "metadata": source.metadata}
+    digest.update(json.dumps(header, sort_keys=True, ensure_ascii=False, default=str).encode())
+    digest.update(b"\0")
+    digest.update(source.data if source.data is not None else (source.text or "").encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def parse_source(source: SourceDocument) -> ParsedDocument:
+    if source.format == "pdf":
+        return parse_pdf(source.data or b"")
+    return parse_document(source.text or "", source.format, title=source.title)
+
+
+def embedding_texts(parsed: ParsedDocument, units: list[Unit], *, title: str | None, contextual_headers: bool) -> list[str]:
+    """What is embedded for each unit: the unit alone, or "title › section path: unit"."""
+    if not contextual_headers:
+        return [unit.text for unit in units]
+    texts = []
+    for unit in units:
+        path = [p for p in (title, *parsed.sections[unit.section_ordinal].heading_path) if p]
+        texts.append(f"{HEADER_SEPARATOR.join(path)}: {unit.text}" if path else unit.text)
+    return texts
+
+
+class Ingestor:
+    """Ingest documents into one collection over an autocommit connection."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        *,
+        collection: str = "default",
+        embedder: Embedder | None = None,
+        contextual_headers: bool = False,
+        max_unit_chars: int = 2000,
+    ) -> None:
+        if not conn.autocommit:
+            raise ValueError("Ingestor needs an autocommit connection: each document commits on its own")
+        self.conn = conn
+        self.embedder = embedder or get_embedder()
+        self.max_unit_chars = max_unit_chars
+        self.collection: Collection = ensure_collection(
+            conn, collection, embedding_model=self.embedder.model_id,
+            dimension=self.embedder.dimension, contextual_headers=contextual_headers,
+        )
+
+    def ingest(
+        self,
+        sources: Iterable[SourceDocument | SourceError],
+        *,
+        on_document: Callable[[str, str, int], None] | None = None,
+    ) -> IngestReport:
+        """Ingest every source; errors are collected, never raised. on_document(name, status, units)."""
+        report = IngestReport()
+        started = time.perf_counter()
+        for source in sources:
+            if isinstance(source, SourceError):
+                report.errors.append(source)
+                if on_document:
+                    on_document(source.name, "error", 0)
+                continue
+            try:
+                status, sections, units = self.ingest_one(source, report=report)
+            except (ParseError, EmbeddingError, ValueError, psycopg.DataError) as exc:
+                report.errors.append(SourceError(source.source or source.external_id, _describe(exc)))
+                if on_document:
+                    on_document(source.external_id, "error", 0)
+                continue
+            setattr(report, status, getattr(report, status) + 1)
+            if status != "unchanged":
+                report.sections += sections
+                report.sentences += units
+            if on_document:
+                on_document(source.external_id, status, units)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def ingest_one(self, source: SourceDocument, *, report: IngestReport | None = None) -> tuple[str, int, int]:
+        digest = content_hash(source)
+        if existing_hash(self.conn, self.collection, source.external_id) == digest:
+            return "unchanged", 0, 0
+        parsed = parse_source(source)
+        units = split_units(parsed, max_unit_chars=self.max_unit_chars)
+        if not units:
+            raise ParseError("no text to index (no sentence found)")
+        texts = embedding_texts(parsed, units, title=source.title or parsed.title,
+                                contextual_headers=self.collection.contextual_headers)
+        embed_started = time.perf_counter()
+        vectors = self.embedder.embed_documents(texts)
+        if report is not None:
+            report.embed_seconds += time.perf_counter() - embed_started
+        token_counts = self.embedder.count_tokens([u.text for u in units])
+        record = DocumentRecord(
+            external_id=source.external_id,
+            title=source.title or parsed.title,
+            source=source.source,
+            format=source.format,
+            metadata=source.metadata,
+            content_hash=digest,
+        )
+        status = write_document(self.conn, self.collection, record, parsed, units, vectors, token_counts)
+        return status, len(parsed.sections), len(units)
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, psycopg.Error):
+        diag = getattr(exc, "diag", None)
+        primary = diag.message_primary if diag is not None and diag.message_primary else str(exc)
+        return f"database refused the document: {primary}"
+    return str(exc)

@@ -1,0 +1,222 @@
+"""Retriever: a query → merged, section-clamped sentence windows, in one round trip.
+
+The work happens in SQL (sql/functions.sql: windowrag.search_windows); this class embeds the
+query, compiles filters and turns rows into Context values.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from ..db.sqlfiles import load_sql
+from ..embed import get_embedder
+from ..embed.base import Embedder
+from ..store.collections import Collection, get_collection
+from .filters import compile_filters
+
+MODES = ("hybrid", "dense", "bm25")
+CLAMPS = ("section", "document")
+MAX_QUERY_CHARS = 20_000
+
+
+class QueryError(ValueError):
+    """A query or option the retriever cannot run; the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    sentence_ordinal: int
+    dense_rank: int | None
+    bm25_rank: int | None
+    rrf_score: float
+
+
+@dataclass(slots=True)
+class Context:
+    document_id: str  # the document's external id
+    title: str | None
+    section_path: list[str]
+    start_char: int
+    end_char: int
+    text: str
+    score: float
+    hits: list[Hit]
+    first_ordinal: int
+    last_ordinal: int
+    token_count: int
+    document_key: int = 0  # internal windowrag.documents.id
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("document_key")
+        return data
+
+
+@dataclass(slots=True)
+class SearchResult:
+    query: str
+    contexts: list[Context]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "contexts": [c.as_dict() for c in self.contexts]}
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOptions:
+    k: int = 5
+    window: int = 3
+    mode: str = "hybrid"
+    candidates: int = 50
+    clamp: str = "section"
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    bm25_weight: float = 1.0
+    ef_search: int = 100
+    k1: float = 1.2
+    b: float = 0.75
+
+    def check(self) -> None:
+        if self.mode not in MODES:
+            raise QueryError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.clamp not in CLAMPS:
+            raise QueryError(f"clamp must be one of {', '.join(CLAMPS)}, not {self.clamp!r}")
+        for name in ("k", "candidates", "ef_search", "rrf_k"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or not 1 <= value <= 10_000:
+                raise QueryError(f"{name} must be an integer between 1 and 10000, not {value!r}")
+        if not isinstance(self.window, int) or not 0 <= self.window <= 1000:
+            raise QueryError(f"window must be an integer between 0 and 1000, not {self.window!r}")
+        for name in ("dense_weight", "bm25_weight", "k1", "b"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise QueryError(f"{name} must be a finite non-negative number, not {value!r}")
+
+
+class Retriever:
+    """Search one database; the embedder must be the one the collection was built with."""
+
+    def __init__(self, conn: psycopg.Connection, *, embedder: Embedder | None = None,
+                 collection: str = "default") -> None:
+        self.conn = conn
+        self._embedder = embedder
+        self.collection_name = collection
+        self._collections: dict[str, Collection] = {}
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder()
+        return self._embedder
+
+    def collection(self, name: str | None = None) -> Collection:
+        name = name or self.collection_name
+        if name not in self._collections:
+            self._collections[name] = get_collection(self.conn, name)
+            if not self.conn.autocommit:
+                self.conn.rollback()
+        return self._collections[name]
+
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = 5,
+        window: int = 3,
+        mode: str = "hybrid",
+        filters: dict[str, Any] | None = None,
+        candidates: int = 50,
+        ef_search: int = 100,
+        collection: str | None = None,
+        clamp: str = "section",
+        rrf_k: int = 60,
+        dense_weight: float = 1.0,
+        bm25_weight: float = 1.0,
+        query_embedding: np.ndarray | None = None,
+    ) -> SearchResult:
+        options = SearchOptions(k=k, window=window, mode=mode, candidates=candidates, clamp=clamp,
+                                rrf_k=rrf_k, dense_weight=dense_weight, bm25_weight=bm25_weight,
+                                ef_search=ef_search)
+        return self.search_with(query, options, filters=filters, collection=collection,
+                                query_embedding=query_embedding)
+
+    def search_with(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
+                    collection: str | None = None, query_embedding: np.ndarray | None = None) -> SearchResult:
+        options.check()
+        query = check_query(query)
+        target = self.collection(collection)
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        embedding = None
+        if options.mode != "bm25":
+            if query_embedding is None:
+                if self.embedder.model_id != target.embedding_model:
+                    raise QueryError(
+                        f"collection {target.name!r} was embedded with {target.embedding_model!r}; "
+                        f"this retriever's embedder is {self.embedder.model_id!r}"
+                    )
+                query_embedding = self.embedder.embed_query(query)
+            embedding = check_embedding(query_embedding, target.dimension)
+        timings["embed_ms"] = (time.perf_counter() - started) * 1000
+
+        statement, params = build_search_statement(target.name, query, embedding, options, filters)
+        started = time.perf_counter()
+        rows = self.conn.execute(statement, params, prepare=False).fetchall()
+        if not self.conn.autocommit:
+            self.conn.rollback()
+        timings["sql_ms"] = (time.perf_counter() - started) * 1000
+        return SearchResult(query=query, contexts=[_context(row) for row in rows], timings_ms=timings)
+
+
+def build_search_statement(collection: str, query: str, embedding: np.ndarray | None,
+                           options: SearchOptions, filters: dict[str, Any] | None):
+    condition, params = compile_filters(filters)
+    if filters:
+        document_ids = sql.SQL(load_sql("filtered_document_ids")).format(condition=condition)
+    else:
+        document_ids = sql.SQL("NULL")
+    statement = sql.SQL(load_sql("search_windows")).format(document_ids=document_ids)
+    params.update(
+        collection=collection, query=query, embedding=embedding, k=options.k, window=options.window,
+        mode=options.mode, candidates=options.candidates, clamp=options.clamp, rrf_k=options.rrf_k,
+        dense_weight=float(options.dense_weight), bm25_weight=float(options.bm25_weight),
+        ef_search=options.ef_search, k1=float(options.k1), b=float(options.b),
+    )
+    return statement, params
+
+
+def check_query(query: Any) -> str:
+    if not isinstance(query, str):
+        raise QueryError(f"query must be a string, got {type(query).__name__}")
+    if "\x00" in query:
+        raise QueryError("query contains a NUL character")
+    if not query.strip():
+        raise QueryError("query is empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise QueryError(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
+    return query
+
+
+def check_embedding(vector: Any, dimension: int) -> np.ndarray:
+    array = np.asarray(vector, dtype=np.float32)
+    if array.ndim != 1 or array.shape[0] != dimension:
+        raise QueryError(f"query embedding has shape {array.shape}; the collection needs ({dimension},)")
+    if not np.all(np.isfinite(array)):
+        raise QueryError("query embedding holds NaN or infinite values")
+    return array
+
+
+def _context(row) -> Context:
+    (_rank, doc_key, external_id, title, section_path, first, last, start, end, text, score, tokens, hits) = row
+    return Context(
+        document_id=external_id, title=title, section_path=list(section_path or []), start_char=start,
+        end_char=end, text=text, score=float(score),
+        hits=[Hit(h["sentence_ordinal"], h.get("dense_rank"), h.get("bm25_rank"), float(h["rrf_score"])) for h in hits],
+        first_ordinal=first, last_ordinal=last, token_count=int(tokens or 0), document_key=doc_key,
+    )
