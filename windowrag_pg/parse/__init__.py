@@ -1,0 +1,198 @@
+"""Parsing: raw text, Markdown, HTML or PDF bytes -> ``ParsedDocument`` (sections of blocks).
+
+Pure functions, no database and no models. The only entry points other layers need:
+
+- ``parse_document(text, format, title=None)`` for ``"text"``, ``"markdown"`` and ``"html"``;
+- ``parse_pdf(data, title=None)`` for PDF bytes;
+- ``detect_format(path)`` to pick a format from a file suffix;
+- ``decode_text(data, name)`` to turn file bytes into text, refusing invalid UTF-8 and binary junk.
+
+Every problem with the input raises ``ParseError`` (a ``ValueError``) whose message names it.
+
+Which text is stored: for ``"text"`` and ``"markdown"`` ``ParsedDocument.text`` is the input,
+unchanged, so that offsets computed elsewhere (evaluation gold spans) point into it. HTML and PDF
+have no usable source offsets, so their parsers build a plain text from the blocks they extract
+(see ``html.py`` and ``pdf.py``) and all offsets point into that built text.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from windowrag_pg.parse.types import Block, ParsedDocument, Section, Unit
+
+__all__ = [
+    "Block",
+    "HeadingMark",
+    "ParsedDocument",
+    "ParseError",
+    "Section",
+    "TEXT_FORMATS",
+    "Unit",
+    "decode_text",
+    "detect_format",
+    "parse_document",
+    "parse_pdf",
+]
+
+TEXT_FORMATS = ("text", "markdown", "html")
+
+_FORMAT_BY_SUFFIX = {
+    ".txt": "text",
+    ".text": "text",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".html": "html",
+    ".htm": "html",
+    ".pdf": "pdf",
+    ".jsonl": "jsonl",
+}
+
+# Control characters that real text files contain; any other C0 control (or DEL) counts as junk.
+_JUNK_CONTROL_RE = re.compile(r"[\x01-\x08\x0e-\x1a\x1c-\x1f\x7f]")
+# A text file with more than this share of junk control characters is taken for binary data.
+_MAX_JUNK_CONTROL_SHARE = 0.02
+
+
+class ParseError(ValueError):
+    """The input cannot be turned into a document; the message says why."""
+
+
+def detect_format(path: str | PurePath) -> str:
+    """The format name for a file path, from its suffix (case-insensitive)."""
+    suffix = PurePath(path).suffix.lower()
+    try:
+        return _FORMAT_BY_SUFFIX[suffix]
+    except KeyError:
+        known = ", ".join(sorted(_FORMAT_BY_SUFFIX))
+        shown = repr(suffix) if suffix else "none"
+        raise ParseError(
+            f"cannot tell the format of {str(path)!r}: unknown suffix {shown} (known: {known})"
+        ) from None
+
+
+def decode_text(data: bytes, name: str) -> str:
+    """Decode file bytes as UTF-8 (a leading BOM is dropped); refuse invalid UTF-8 and binary junk."""
+    nul_at = data.find(b"\x00")
+    if nul_at >= 0:
+        # Checked before decoding: UTF-16 text and binaries both show up as NUL bytes.
+        raise ParseError(f"{name}: looks binary (NUL byte at byte offset {nul_at})")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ParseError(
+            f"{name}: invalid UTF-8 at byte offset {error.start} ({error.reason})"
+        ) from None
+    if text:
+        junk = len(_JUNK_CONTROL_RE.findall(text))
+        if junk / len(text) > _MAX_JUNK_CONTROL_SHARE:
+            raise ParseError(
+                f"{name}: looks binary ({junk} control characters in {len(text)} characters)"
+            )
+    return text
+
+
+def check_text(text: object) -> str:
+    """Refuse text that cannot make a document or cannot be stored in Postgres."""
+    if not isinstance(text, str):
+        raise ParseError(f"document text must be str, not {type(text).__name__}")
+    if not text:
+        raise ParseError("empty document: the text has no characters")
+    if text.isspace():
+        raise ParseError("empty document: the text contains only whitespace")
+    nul_at = text.find("\x00")
+    if nul_at >= 0:
+        raise ParseError(
+            f"document contains a NUL character at offset {nul_at} (Postgres text cannot store it)"
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ParseError(
+            f"document contains a lone surrogate at offset {error.start} (not valid Unicode text)"
+        ) from None
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class HeadingMark:
+    """Where a heading opens a section (used by the parsers to build sections from blocks)."""
+
+    start_char: int  # where the new section starts (the heading's first character or line)
+    level: int  # 1..6
+    title: str  # plain text for the heading path
+
+
+def build_sections(text_length: int, items: list[Block | HeadingMark]) -> list[Section]:
+    """Sections from blocks and heading marks in document order.
+
+    Sections tile ``[0, text_length)``: each one ends where the next starts. A heading's path is
+    the stack of open headings of lower level plus itself. The part before the first heading is a
+    level-0 section with an empty path, kept only if it holds blocks (otherwise the first heading's
+    section starts at 0 so that the text stays covered).
+    """
+    sections = [Section(ordinal=0, heading_path=(), level=0, start_char=0, end_char=text_length)]
+    open_headings: list[tuple[int, str]] = []
+    for item in items:
+        current = sections[-1]
+        if isinstance(item, Block):
+            current.blocks.append(item)
+            continue
+        while open_headings and open_headings[-1][0] >= item.level:
+            open_headings.pop()
+        open_headings.append((item.level, item.title))
+        path = tuple(title for _, title in open_headings)
+        if current.level == 0 and not current.blocks:
+            current.heading_path, current.level = path, item.level
+            continue
+        # Never start before what the current section already holds (keeps sections ordered).
+        last_end = current.blocks[-1].end_char if current.blocks else current.start_char
+        start = max(item.start_char, last_end)
+        current.end_char = start
+        sections.append(
+            Section(
+                ordinal=len(sections),
+                heading_path=path,
+                level=item.level,
+                start_char=start,
+                end_char=text_length,
+            )
+        )
+    return sections
+
+
+def require_blocks(sections: list[Section], format: str) -> list[Section]:
+    """Refuse a document in which the parser found nothing to index."""
+    if not any(section.blocks for section in sections):
+        raise ParseError(f"no text content found in the {format} document")
+    return sections
+
+
+def parse_document(text: str, format: str, *, title: str | None = None) -> ParsedDocument:
+    """Parse ``text`` given as ``format`` ("text", "markdown" or "html") into sections of blocks."""
+    if format not in TEXT_FORMATS:
+        hint = " (use parse_pdf for PDF bytes)" if format == "pdf" else ""
+        raise ParseError(
+            f"unknown format {format!r}: expected one of {', '.join(TEXT_FORMATS)}{hint}"
+        )
+    check_text(text)
+    # Imported here so that importing the package stays cheap and free of cycles.
+    if format == "text":
+        from windowrag_pg.parse.text import parse_text
+
+        return parse_text(text, title=title)
+    if format == "markdown":
+        from windowrag_pg.parse.markdown import parse_markdown
+
+        return parse_markdown(text, title=title)
+    from windowrag_pg.parse.html import parse_html
+
+    return parse_html(text, title=title)
+
+
+def parse_pdf(data: bytes, *, title: str | None = None) -> ParsedDocument:
+    """Parse PDF bytes; raises ParseError("unreadable PDF: ...") when no text can be extracted."""
+    from windowrag_pg.parse.pdf import parse_pdf_bytes
+
+    return parse_pdf_bytes(data, title=title)

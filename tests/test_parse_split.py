@@ -1,0 +1,559 @@
+"""Parsing and splitting: offsets invariant on the real eval sets, structure on small documents."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from windowrag_pg.parse import (
+    ParseError,
+    decode_text,
+    detect_format,
+    parse_document,
+    parse_pdf,
+)
+from windowrag_pg.parse.types import ParsedDocument, Unit
+from windowrag_pg.split.sentences import LIST_ITEM_WHOLE_MAX_CHARS, split_units
+
+EVAL_DIR = Path("/work/shared/eval")
+if not EVAL_DIR.exists():  # CI clones main with shared/ beside it
+    EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
+
+
+def assert_invariants(doc: ParsedDocument, units: list[Unit], max_unit_chars: int = 2000) -> None:
+    text = doc.text
+    sections = doc.sections
+    assert sections, "a document has at least one section"
+    assert sections[0].start_char == 0
+    assert sections[-1].end_char == len(text)
+    for ordinal, section in enumerate(sections):
+        assert section.ordinal == ordinal
+        assert section.start_char < section.end_char
+        for block in section.blocks:
+            assert section.start_char <= block.start_char < block.end_char <= section.end_char
+    for before, after in zip(sections, sections[1:]):
+        assert before.end_char == after.start_char
+    previous_end = 0
+    for unit in units:
+        assert text[unit.start_char : unit.end_char] == unit.text
+        assert unit.text and unit.text == unit.text.strip(), unit
+        assert unit.start_char >= previous_end, f"overlap or disorder at {unit}"
+        previous_end = unit.end_char
+        section = sections[unit.section_ordinal]
+        assert section.start_char <= unit.start_char and unit.end_char <= section.end_char
+        assert len(unit.text) <= max_unit_chars
+
+
+def parse_and_split(text: str, format: str = "markdown", **kwargs) -> tuple[ParsedDocument, list[Unit]]:
+    doc = parse_document(text, format)
+    units = split_units(doc, **kwargs)
+    assert_invariants(doc, units, kwargs.get("max_unit_chars", 2000))
+    return doc, units
+
+
+def path_of(doc: ParsedDocument, unit: Unit) -> tuple[str, ...]:
+    return doc.sections[unit.section_ordinal].heading_path
+
+
+def unit_with_text(units: list[Unit], text: str) -> Unit:
+    matches = [unit for unit in units if unit.text == text]
+    assert len(matches) == 1, f"{text!r} found {len(matches)} times in {[u.text for u in units]}"
+    return matches[0]
+
+
+def load_eval_documents(name: str) -> list[dict]:
+    path = EVAL_DIR / name / "documents.jsonl"
+    if not path.exists():
+        pytest.skip(f"eval set {name} not found at {path}")
+    with path.open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines]
+
+
+# --- the offsets invariant over every real document -------------------------------------------
+
+
+@pytest.mark.parametrize("set_name", ["squad-dev", "contractnli-dev", "handbook"])
+def test_offsets_invariant_on_every_eval_document(set_name: str) -> None:
+    documents = load_eval_documents(set_name)
+    parsed = empty = 0
+    for document in documents:
+        if not document["text"].strip():
+            # The handbook has empty pages: they must be refused, not indexed as nothing.
+            with pytest.raises(ParseError, match="empty document"):
+                parse_document(document["text"], document["format"])
+            empty += 1
+            continue
+        doc = parse_document(document["text"], document["format"], title=document["title"])
+        assert doc.text == document["text"], "text and markdown keep the input unchanged"
+        units = split_units(doc)
+        assert units, document["id"]
+        assert_invariants(doc, units)
+        parsed += 1
+    assert parsed > 0
+    assert empty == (3 if set_name == "handbook" else 0)
+
+
+def test_squad_gold_answers_lie_inside_single_units() -> None:
+    """Sentence units are real sentences: nearly every SQuAD answer sits inside one unit."""
+    documents = {d["id"]: d for d in load_eval_documents("squad-dev")}
+    units = {doc_id: split_units(parse_document(d["text"], "text")) for doc_id, d in documents.items()}
+    queries = [json.loads(line) for line in (EVAL_DIR / "squad-dev" / "queries.jsonl").open()]
+    spans = {(g["doc_id"], g["start"], g["end"]) for q in queries for g in q["gold"]}
+    inside = sum(
+        any(u.start_char <= start and end <= u.end_char for u in units[doc_id])
+        for doc_id, start, end in spans
+    )
+    assert inside / len(spans) > 0.99
+
+
+# --- Markdown ------------------------------------------------------------------------------------
+
+
+def test_handbook_page_heading_paths() -> None:
+    documents = {d["id"]: d for d in load_eval_documents("handbook")}
+    page = documents["benefits-pay-perks/benefits-perks/parental-leave.md"]
+    doc, units = parse_and_split(page["text"])
+    sentence = unit_with_text(
+        units, "In other words, all teammates are eligible for Parental Leave on day 1."
+    )
+    assert sentence.kind == "sentence"
+    assert path_of(doc, sentence) == (
+        "Sourcegraph Paid Parental Leave Policy",
+        "Resources for teammates",
+        "Who is eligible for Sourcegraph’s paid parental leave?",
+    )
+    item = unit_with_text(units, "They are working full-time;")
+    assert item.kind == "list_item"
+    assert path_of(doc, item) == path_of(doc, sentence)
+    # Inline markup is dropped from the path ("### **Step 1: ...**"), kept in the heading unit.
+    step = [u for u in units if u.kind == "heading" and "Step 1: Notify" in u.text][0]
+    assert step.text == "**Step 1: Notify your Manager & the People Team**"
+    assert path_of(doc, step)[-1] == "Step 1: Notify your Manager & the People Team"
+    assert path_of(doc, step)[:2] == (
+        "Sourcegraph Paid Parental Leave Policy",
+        "Resources for teammates",
+    )
+
+
+NESTED = """Intro before any heading.
+
+# Handbook
+
+## Benefits
+
+We pay for health care. It starts on day one.
+
+### Dental
+
+Cleanings are covered twice a year.
+
+## Perks ##
+
+Setext title
+============
+
+Under setext.
+
+Another
+-------
+
+Under h2 setext.
+"""
+
+
+def test_markdown_heading_paths_and_heading_units() -> None:
+    doc, units = parse_and_split(NESTED)
+    assert [s.heading_path for s in doc.sections] == [
+        (),
+        ("Handbook",),
+        ("Handbook", "Benefits"),
+        ("Handbook", "Benefits", "Dental"),
+        ("Handbook", "Perks"),
+        ("Setext title",),
+        ("Setext title", "Another"),
+    ]
+    assert [s.level for s in doc.sections] == [0, 1, 2, 3, 2, 1, 2]
+    assert path_of(doc, unit_with_text(units, "Cleanings are covered twice a year.")) == (
+        "Handbook", "Benefits", "Dental",
+    )
+    assert path_of(doc, unit_with_text(units, "It starts on day one.")) == ("Handbook", "Benefits")
+    assert path_of(doc, unit_with_text(units, "Intro before any heading.")) == ()
+    headings = [u.text for u in units if u.kind == "heading"]
+    assert headings == ["Handbook", "Benefits", "Dental", "Perks", "Setext title", "Another"]
+    assert doc.title == "Handbook"
+
+
+def test_markdown_lists_tables_and_code() -> None:
+    text = """# Kinds
+
+- First item. It has two sentences.
+- Second item
+  continues here.
+1. Numbered item
+
+   Second paragraph of the numbered item.
+
+| Name | Role |
+|------|------|
+| Ana  | Lead |
+| Bo   | Dev  |
+
+```python
+def f():
+    return 1
+```
+
+    indented code line
+
+> Quoted sentence one. Quoted sentence two
+> goes on here. Third one.
+
+<!-- a comment that is not content -->
+<div>Raw HTML is a paragraph.</div>
+"""
+    doc, units = parse_and_split(text)
+    kinds = [(u.kind, u.text) for u in units]
+    assert kinds == [
+        ("heading", "Kinds"),
+        ("list_item", "First item. It has two sentences."),
+        ("list_item", "Second item\n  continues here."),
+        ("list_item", "Numbered item"),
+        ("list_item", "Second paragraph of the numbered item."),
+        ("table_row", "| Name | Role |"),
+        ("table_row", "| Ana  | Lead |"),
+        ("table_row", "| Bo   | Dev  |"),
+        ("code", "def f():\n    return 1"),
+        ("code", "indented code line"),
+        ("sentence", "Quoted sentence one."),
+        ("sentence", "Quoted sentence two\n> goes on here."),
+        ("sentence", "Third one."),
+        ("sentence", "<div>Raw HTML is a paragraph.</div>"),
+    ]
+
+
+def test_long_list_item_is_split_into_sentences() -> None:
+    sentence = "This list item sentence is long enough to matter here. "
+    item = sentence * (LIST_ITEM_WHOLE_MAX_CHARS // len(sentence) + 2)
+    _, units = parse_and_split(f"- {item.strip()}\n- Short one. Still whole.\n")
+    assert all(u.kind == "list_item" for u in units)
+    assert [u.text for u in units[:-1]] == [sentence.strip()] * (len(units) - 1)
+    assert units[-1].text == "Short one. Still whole."
+
+
+def test_long_code_block_is_cut_at_line_breaks() -> None:
+    lines = [f"line_{n:04d} = compute({n})" for n in range(200)]
+    text = "Intro.\n\n```\n" + "\n".join(lines) + "\n```\n"
+    _, units = parse_and_split(text, max_unit_chars=300)
+    code = [u for u in units if u.kind == "code"]
+    assert len(code) > 1
+    assert all(len(u.text) <= 300 for u in code)
+    # Every piece is made of whole lines, and together they give back every line in order.
+    assert [line for u in code for line in u.text.split("\n")] == lines
+
+
+def test_markdown_front_matter_is_not_content() -> None:
+    text = "---\ntitle: Glossary\ntags: [a, b]\n---\n\n# Glossary\n\nA term. Another term.\n"
+    doc, units = parse_and_split(text)
+    assert [u.text for u in units] == ["Glossary", "A term.", "Another term."]
+    assert [s.heading_path for s in doc.sections] == [("Glossary",)]
+
+
+def test_markdown_keeps_input_text_with_crlf_and_tabs() -> None:
+    text = "# Title\r\n\r\n-\tTabbed item.\r\n\r\nPara one. Para two.\r\n"
+    doc, units = parse_and_split(text)
+    assert doc.text == text
+    assert [(u.kind, u.text) for u in units] == [
+        ("heading", "Title"),
+        ("list_item", "Tabbed item."),
+        ("sentence", "Para one."),
+        ("sentence", "Para two."),
+    ]
+
+
+def test_markdown_empty_heading_opens_no_section() -> None:
+    doc, units = parse_and_split("# Real\n\nText.\n\n##\n\nMore text.\n")
+    assert [s.heading_path for s in doc.sections] == [("Real",)]
+    assert [u.text for u in units] == ["Real", "Text.", "More text."]
+
+
+def test_markdown_with_only_a_rule_is_refused() -> None:
+    with pytest.raises(ParseError, match="no text content"):
+        parse_document("---\n\n***\n", "markdown")
+
+
+# --- plain text ----------------------------------------------------------------------------------
+
+
+def test_plain_text_blocks_are_lines() -> None:
+    text = "1. Scope\nThe parties agree to keep secrets\n(a) this clause has no full stop\n\nNew paragraph. Two sentences.\n"
+    doc, units = parse_and_split(text, "text")
+    assert len(doc.sections) == 1 and doc.sections[0].heading_path == () and doc.sections[0].level == 0
+    assert [u.text for u in units] == [
+        "1. Scope",  # Bling Fire alone cuts "1." off; enumerator-only pieces are glued back
+        "The parties agree to keep secrets",
+        "(a) this clause has no full stop",
+        "New paragraph.",
+        "Two sentences.",
+    ]
+
+
+def test_hard_wrapped_plain_text_is_read_by_paragraph() -> None:
+    paragraph = (
+        "Hard-wrapped prose cuts lines at a fixed width so that a sentence\n"
+        "often runs over two lines. The splitter must see the sentence as one\n"
+        "piece, not as two fragments cut at the line break, which would make\n"
+        "poor units for retrieval."
+    )
+    doc, units = parse_and_split(paragraph + "\n\n" + paragraph + "\n", "text")
+    assert [u.text for u in units][:2] == [
+        "Hard-wrapped prose cuts lines at a fixed width so that a sentence\n"
+        "often runs over two lines.",
+        "The splitter must see the sentence as one\n"
+        "piece, not as two fragments cut at the line break, which would make\n"
+        "poor units for retrieval.",
+    ]
+    assert len(units) == 4
+
+
+def test_inline_enumerations_in_long_sentences_become_clauses() -> None:
+    text = (
+        "Confidential Information does not include information that: (a) is or becomes public "
+        "through no fault of the recipient; (b) was known to the recipient before disclosure; "
+        "and (c) is developed independently without use of the information. "
+        "See clauses (a) and (b) above."
+    )
+    _, units = parse_and_split(text, "text")
+    assert [u.text for u in units] == [
+        "Confidential Information does not include information that:",
+        "(a) is or becomes public through no fault of the recipient;",
+        "(b) was known to the recipient before disclosure; and",
+        "(c) is developed independently without use of the information.",
+        "See clauses (a) and (b) above.",
+    ]
+
+
+def test_non_ascii_offsets() -> None:
+    text = (
+        "Café au lait — très bon. 日本語の文です。次の文です。 Emoji 😀 here! "
+        "Zürich is in 🇨🇭 Switzerland. Über alles? Oui."
+    )
+    doc, units = parse_and_split(text, "text")
+    assert [u.text for u in units] == [
+        "Café au lait — très bon.",
+        "日本語の文です。",
+        "次の文です。",
+        "Emoji 😀 here!",
+        "Zürich is in 🇨🇭 Switzerland.",
+        "Über alles?",  # (Bling Fire does not cut before "Ç" or "É": a model limit)
+        "Oui.",
+    ]
+    assert units[-1].end_char == len(text)
+
+
+def test_million_character_line_is_cut_fast() -> None:
+    no_spaces = "x" * 1_000_000
+    started = time.perf_counter()
+    _, units = parse_and_split(no_spaces, "text", max_unit_chars=2000)
+    assert len(units) == 500 and all(len(u.text) == 2000 for u in units)  # hard cuts
+    words = "word " * 200_000
+    _, units = parse_and_split(words, "text", max_unit_chars=2000)
+    assert all(u.text.startswith("word") and u.text.endswith("word") for u in units)
+    assert sum(len(u.text) + 1 for u in units) == len(words)  # cut only at the spaces
+    assert time.perf_counter() - started < 10  # linear: ~0.5 s; quadratic would take minutes
+
+
+# --- HTML ----------------------------------------------------------------------------------------
+
+
+def test_html_sections_blocks_and_text() -> None:
+    html = """<!DOCTYPE html><html><head><title>Staff  handbook</title>
+<style>p { color: red }</style><script>var secret = "not content";</script></head>
+<body><nav><a href="/">Home</a></nav>
+<p>Welcome to the <b>handbook</b>. Read it all.</p>
+<h1>Benefits</h1><p>We pay for care.</p>
+<h2>Dental</h2>
+<ul><li>Cleanings twice a year</li><li>Braces <ul><li>for kids</li></ul></li></ul>
+<table><tr><th>Plan</th><th>Cost</th></tr><tr><td>Basic</td><td>$0</td></tr></table>
+<pre>def f():
+    return 1</pre>
+<h2>Vision</h2><dl><dt>Glasses</dt><dd>Once a year.</dd></dl>
+<!-- comment -->
+</body></html>"""
+    doc, units = parse_and_split(html, "html")
+    assert doc.title == "Staff handbook"
+    assert [s.heading_path for s in doc.sections] == [
+        (), ("Benefits",), ("Benefits", "Dental"), ("Benefits", "Vision"),
+    ]
+    assert [(u.kind, u.text, path_of(doc, u)) for u in units] == [
+        ("sentence", "Welcome to the handbook.", ()),
+        ("sentence", "Read it all.", ()),
+        ("heading", "Benefits", ("Benefits",)),
+        ("sentence", "We pay for care.", ("Benefits",)),
+        ("heading", "Dental", ("Benefits", "Dental")),
+        ("list_item", "Cleanings twice a year", ("Benefits", "Dental")),
+        ("list_item", "Braces", ("Benefits", "Dental")),
+        ("list_item", "for kids", ("Benefits", "Dental")),
+        ("table_row", "Plan | Cost", ("Benefits", "Dental")),
+        ("table_row", "Basic | $0", ("Benefits", "Dental")),
+        ("code", "def f():\n    return 1", ("Benefits", "Dental")),
+        ("heading", "Vision", ("Benefits", "Vision")),
+        ("sentence", "Glasses", ("Benefits", "Vision")),
+        ("sentence", "Once a year.", ("Benefits", "Vision")),
+    ]
+    assert "secret" not in doc.text and "Home" not in doc.text and "color" not in doc.text
+    assert doc.text.startswith("Welcome to the handbook. Read it all.\n\nBenefits\n\n")
+
+
+def test_malformed_html_still_parses() -> None:
+    html = "<p>Unclosed <b>bold <table><tr><td>a<td>b</tr><h3>Deep</h3>" + "<div>" * 3000 + "end"
+    doc, units = parse_and_split(html, "html")
+    assert [u.text for u in units] == ["Unclosed bold", "a | b", "Deep", "end"]
+    assert doc.sections[-1].heading_path == ("Deep",)
+
+
+def test_html_without_text_is_refused() -> None:
+    with pytest.raises(ParseError, match="no text content"):
+        parse_document("<html><script>x()</script><img src=a.png></html>", "html")
+
+
+# --- PDF -----------------------------------------------------------------------------------------
+
+
+def make_pdf(pages: list[str]) -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=12)
+    for page_text in pages:
+        pdf.add_page()
+        if page_text:
+            pdf.multi_cell(0, 8, page_text)
+    return bytes(pdf.output())
+
+
+def test_pdf_pages_become_blocks_with_page_numbers() -> None:
+    data = make_pdf(
+        ["First page text. It has two sentences.", "", "Third page says hello. Goodbye."]
+    )
+    doc = parse_pdf(data, title="Two pages")
+    units = split_units(doc)
+    assert_invariants(doc, units)
+    assert doc.title == "Two pages" and doc.format == "pdf"
+    assert doc.text == "First page text. It has two sentences.\n\nThird page says hello. Goodbye."
+    assert [(u.text, u.page) for u in units] == [
+        ("First page text.", 1),
+        ("It has two sentences.", 1),
+        ("Third page says hello.", 3),
+        ("Goodbye.", 3),
+    ]
+
+
+def test_pdf_lines_are_grouped_into_paragraphs() -> None:
+    # A sentence wrapping over printed lines stays whole; a short line ends a block.
+    long_sentence = " ".join(["The wrapped sentence keeps going across printed lines"] * 4) + "."
+    doc = parse_pdf(make_pdf([f"Heading line\n{long_sentence}\nNext block."]))
+    texts = [u.text.replace("\n", " ") for u in split_units(doc)]
+    assert texts == ["Heading line", long_sentence, "Next block."]
+
+
+@pytest.mark.parametrize(
+    "data", [b"not a pdf at all", b"%PDF-1.4\n1 0 obj garbage", b""], ids=["junk", "truncated", "empty"]
+)
+def test_unreadable_pdf_is_refused(data: bytes) -> None:
+    with pytest.raises(ParseError, match="unreadable PDF"):
+        parse_pdf(data)
+
+
+def test_pdf_without_text_is_refused() -> None:
+    with pytest.raises(ParseError, match="unreadable PDF: no extractable text"):
+        parse_pdf(make_pdf(["", ""]))
+
+
+# --- bad input and helpers -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "format", "message"),
+    [
+        ("", "text", "empty document"),
+        (" \n\t\n", "markdown", "only whitespace"),
+        ("ok\x00then", "text", "NUL character at offset 2"),
+        ("bad \ud800 surrogate", "markdown", "lone surrogate at offset 4"),
+        ("fine", "docx", "unknown format 'docx'"),
+        ("fine", "pdf", "use parse_pdf"),
+    ],
+)
+def test_bad_input_raises_parse_error(text: str, format: str, message: str) -> None:
+    with pytest.raises(ParseError, match=message):
+        parse_document(text, format)
+
+
+def test_parse_error_is_a_value_error() -> None:
+    assert issubclass(ParseError, ValueError)
+
+
+def test_decode_text() -> None:
+    assert decode_text("héllo\n".encode(), "a.txt") == "héllo\n"
+    assert decode_text(b"\xef\xbb\xbfbom", "a.txt") == "bom"
+    with pytest.raises(ParseError, match=r"a\.txt: invalid UTF-8 at byte offset 3"):
+        decode_text(b"abc\xff\xfe", "a.txt")
+    with pytest.raises(ParseError, match="NUL byte at byte offset 1"):
+        decode_text("é".encode("utf-16-le"), "u16.txt")
+    with pytest.raises(ParseError, match="looks binary"):
+        decode_text(bytes(range(1, 32)) * 10 + b"text", "blob.txt")
+    assert decode_text(b"tabs\tand\r\nform\x0cfeeds", "ok.txt")
+
+
+@pytest.mark.parametrize(
+    ("path", "format"),
+    [
+        ("a/b.txt", "text"), ("NOTES.TEXT", "text"), ("x.md", "markdown"),
+        ("x.markdown", "markdown"), ("p.html", "html"), ("p.HTM", "html"),
+        ("doc.pdf", "pdf"), ("set.jsonl", "jsonl"),
+    ],
+)
+def test_detect_format(path: str, format: str) -> None:
+    assert detect_format(path) == format
+
+
+def test_detect_format_unknown_suffix() -> None:
+    with pytest.raises(ParseError, match="unknown suffix '.docx'"):
+        detect_format("report.docx")
+    with pytest.raises(ParseError, match="unknown suffix none"):
+        detect_format("Makefile")
+
+
+def test_max_unit_chars_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_unit_chars"):
+        split_units(parse_document("text", "text"), max_unit_chars=0)
+
+
+# --- properties ----------------------------------------------------------------------------------
+
+_MARKDOWN_ALPHABET = st.sampled_from(
+    list("ab é—😀日 .!?\n\n\t#-*>|`1)(:;=\r\u2028\xa0")
+    + ["```", "---", "| a | b |\n|---|---|\n", "\r\n", "    ", "<p>", "</li>", "<h2>", "<tr><td>",
+       "<pre>", "&amp;", "<!--", "-->", "[x]: /u\n", "1. ", "(a) "]
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pieces=st.lists(_MARKDOWN_ALPHABET, min_size=1, max_size=80),
+    format=st.sampled_from(["text", "markdown", "html"]),
+    max_unit_chars=st.integers(min_value=1, max_value=40),
+)
+def test_invariants_hold_on_arbitrary_input(pieces: list[str], format: str, max_unit_chars: int) -> None:
+    text = "".join(pieces)
+    try:
+        doc = parse_document(text, format)
+    except ParseError:
+        return  # whitespace-only or no content: refused with a message, which is fine
+    units = split_units(doc, max_unit_chars=max_unit_chars)
+    assert_invariants(doc, units, max_unit_chars)
+    if format != "html":
+        assert doc.text == text

@@ -1,0 +1,160 @@
+"""HTML -> sections of blocks, with BeautifulSoup (the stdlib ``html.parser`` backend).
+
+HTML offsets are of no use to a reader, so the stored ``ParsedDocument.text`` is a plain text
+built here: the text of each block, whitespace collapsed to single spaces (kept as is inside
+``<pre>``), blocks joined by a blank line ("\\n\\n"). Block offsets point into that text.
+
+Blocks: ``h1``-``h6`` (headings, they open sections), ``p``, ``li`` (list items), ``tr`` (table
+rows, cells joined by " | "), ``pre`` (code; a ``<code>`` outside ``<pre>`` is inline code),
+``blockquote``, ``dt``/``dd``, and any text sitting directly in other block containers (``div``,
+``section``, ``body``...). Text before a nested block and text after it become separate blocks.
+Dropped: ``script``, ``style``, ``nav``, ``noscript``, ``template``, ``svg``, ``iframe``,
+``object``, ``title`` (it gives the document title when none is passed), comments. ``<head>`` is
+not dropped whole: html.parser leaves body text inside an unclosed ``<head>``.
+Malformed HTML is parsed as well as html.parser can; it never fails on bad markup.
+"""
+from __future__ import annotations
+
+from bs4 import BeautifulSoup
+from bs4.element import NavigableString, PageElement, PreformattedString, Tag
+
+from windowrag_pg.parse import HeadingMark, build_sections, require_blocks
+from windowrag_pg.parse.types import Block, ParsedDocument
+
+BLOCK_SEPARATOR = "\n\n"
+ROW_CELL_SEPARATOR = " | "
+
+_DROPPED_TAGS = frozenset(
+    {"script", "style", "nav", "noscript", "template", "svg", "iframe", "object", "title"}
+)
+_HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
+# Tags that end the running text: whatever inline text came before becomes its own block.
+_BLOCK_TAGS = frozenset(
+    {
+        "address", "article", "aside", "blockquote", "body", "caption", "dd", "details",
+        "dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form",
+        "header", "hr", "html", "li", "main", "ol", "p", "section", "summary", "table",
+        "tbody", "td", "tfoot", "th", "thead", "ul",
+    }
+)
+_LIST_ITEM_TAGS = frozenset({"li"})
+
+
+class _BlockCollector:
+    """Accumulates the built text and its blocks / heading marks in document order."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.length = 0
+        self.items: list[Block | HeadingMark] = []
+        self.first_title: str | None = None
+
+    def add(self, kind: str, block_text: str, heading_level: int | None = None) -> None:
+        block_text = block_text.replace("\x00", "\ufffd")  # "&#0;" must not reach Postgres
+        if not block_text.strip():
+            return
+        if self.parts:
+            self.parts.append(BLOCK_SEPARATOR)
+            self.length += len(BLOCK_SEPARATOR)
+        start = self.length
+        self.parts.append(block_text)
+        self.length += len(block_text)
+        if heading_level is not None:
+            self.items.append(HeadingMark(start, heading_level, block_text))
+            if self.first_title is None and heading_level == 1:
+                self.first_title = block_text
+        # Blocks are stripped; keep offsets exact for text that starts or ends with whitespace.
+        lead = len(block_text) - len(block_text.lstrip())
+        self.items.append(Block(kind, start + lead, start + len(block_text.rstrip())))
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def parse_html(html: str, *, title: str | None = None) -> ParsedDocument:
+    soup = BeautifulSoup(html, "html.parser")
+    collector = _BlockCollector()
+    _collect_blocks(soup, collector)
+    text = collector.text()
+    sections = require_blocks(build_sections(len(text), collector.items), "html")
+    if title is None:
+        title = _title_tag_text(soup) or collector.first_title
+    return ParsedDocument(text=text, sections=sections, title=title, format="html")
+
+
+def _collect_blocks(root: Tag, collector: _BlockCollector) -> None:
+    """Walk the tree in document order (iteratively: malformed HTML can nest very deeply)."""
+    pending: list[str] = []  # inline text of the innermost open block container
+    kinds = ["paragraph"]  # block kind of each open container, innermost last
+    # Stack of (node, closing): closing=True marks the end of a block container.
+    stack: list[tuple[PageElement, bool]] = [(child, False) for child in reversed(root.contents)]
+
+    def flush() -> None:
+        if pending:
+            collector.add(kinds[-1], _collapse_spaces("".join(pending)))
+            pending.clear()
+
+    while stack:
+        node, closing = stack.pop()
+        if closing:
+            flush()
+            kinds.pop()
+            continue
+        if isinstance(node, NavigableString):
+            # Comments, doctypes, CDATA and processing instructions are PreformattedStrings.
+            if not isinstance(node, PreformattedString):
+                pending.append(str(node))
+            continue
+        if not isinstance(node, Tag):
+            continue
+        name = node.name.lower()
+        if name in _DROPPED_TAGS:
+            continue
+        if name == "br":
+            pending.append(" ")
+        elif name in _HEADING_TAGS:
+            flush()
+            heading = _collapse_spaces(node.get_text())
+            collector.add("heading", heading, heading_level=_HEADING_TAGS[name])
+        elif name == "pre":
+            flush()
+            collector.add("code", node.get_text().strip("\r\n"))
+        elif name == "tr":
+            flush()
+            collector.add("table_row", _row_text(node))
+        elif name in _BLOCK_TAGS:
+            flush()
+            kinds.append("list_item" if name in _LIST_ITEM_TAGS else "paragraph")
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(node.contents))
+        else:  # inline element: its text joins the running text
+            stack.extend((child, False) for child in reversed(node.contents))
+    flush()
+
+
+def _row_text(row: Tag) -> str:
+    """Cell texts joined by " | ".
+
+    Each string goes to its nearest enclosing cell: html.parser nests an unclosed ``<td>`` inside
+    the previous one (``<td>a<td>b``), and a whole-cell ``get_text`` would then read "ab".
+    """
+    cell_texts: dict[int, list[str]] = {}
+    for string in row.find_all(string=True):
+        if isinstance(string, PreformattedString) or string.find_parent(_DROPPED_TAGS) is not None:
+            continue
+        cell = string.find_parent(["td", "th"])
+        key = id(cell) if cell is not None and cell is not row else id(row)
+        cell_texts.setdefault(key, []).append(str(string))
+    texts = (_collapse_spaces("".join(parts)) for parts in cell_texts.values())
+    return ROW_CELL_SEPARATOR.join(text for text in texts if text)
+
+
+def _title_tag_text(soup: BeautifulSoup) -> str | None:
+    tag = soup.find("title")
+    if tag is None:
+        return None
+    return _collapse_spaces(tag.get_text()) or None
+
+
+def _collapse_spaces(text: str) -> str:
+    return " ".join(text.split())

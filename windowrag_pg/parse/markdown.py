@@ -1,0 +1,214 @@
+"""Markdown -> sections of blocks, with markdown-it-py (CommonMark plus tables).
+
+``ParsedDocument.text`` is the input unchanged. markdown-it gives every block token a line range
+(``token.map``); a table of line starts turns lines into character offsets, and the token's own
+content locates the exact start inside the first line (after ``#``, ``-``, ``1.``, ``>`` markers).
+
+- ATX and setext headings open sections; the heading path is the stack of heading texts by level,
+  rendered to plain text from the inline tokens. Each heading is also a "heading" block covering
+  the heading text without its markers.
+- Paragraphs are "paragraph" blocks (split into sentences later); paragraphs inside a list item
+  are "list_item" blocks; paragraphs in a blockquote and raw HTML blocks are paragraphs. HTML
+  comments are skipped.
+- Each table row (header included, the ``|---|`` delimiter row excluded) is a "table_row" block.
+- Fenced code keeps only the lines between the fences; indented code keeps its lines.
+- YAML front matter (``---`` ... ``---`` at the very top) is not content: its lines are blanked
+  before parsing (line numbers stay the same) and produce no blocks.
+"""
+from __future__ import annotations
+
+import re
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from windowrag_pg.parse import HeadingMark, build_sections, require_blocks
+from windowrag_pg.parse.types import Block, ParsedDocument
+
+# markdown-it splits lines exactly like this (rules_core/normalize.py), so its line numbers match.
+_NEWLINE_RE = re.compile(r"\r\n?|\n")
+# Blockquote markers at the start of a table row line inside a blockquote ("> > | a | b |").
+_QUOTE_MARKERS_RE = re.compile(r"[ \t]*(?:>[ \t]?)+")
+_FRONT_MATTER_CLOSERS = ("---", "...")
+
+# Block structure only: inline parsing is most of markdown-it's time and only headings need it,
+# so they are parsed on demand by a second parser (with the link references of the first).
+_BLOCK_PARSER = MarkdownIt("commonmark").enable("table").disable("inline")
+_INLINE_PARSER = MarkdownIt("commonmark")
+
+
+class LineTable:
+    """Character offsets of each line's start and end (end excludes the line break)."""
+
+    def __init__(self, text: str) -> None:
+        self.text_length = len(text)
+        self.starts = [0]
+        self.ends = []
+        for newline in _NEWLINE_RE.finditer(text):
+            self.ends.append(newline.start())
+            self.starts.append(newline.end())
+        self.ends.append(len(text))
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def start(self, line: int) -> int:
+        return self.starts[line] if line < len(self.starts) else self.text_length
+
+    def end(self, line: int) -> int:
+        """End of ``line`` without its line break."""
+        return self.ends[line] if line < len(self.ends) else self.text_length
+
+
+def parse_markdown(text: str, *, title: str | None = None) -> ParsedDocument:
+    lines = LineTable(text)
+    env: dict = {}  # collects link reference definitions, for headings like "[Docs][docs]"
+    tokens = _BLOCK_PARSER.parse(_without_front_matter(text, lines), env)
+    items: list[Block | HeadingMark] = []
+    containers: list[str] = []  # open list items / blockquotes, innermost last
+    first_title: str | None = None
+    for index, token in enumerate(tokens):
+        kind = token.type
+        if kind in ("list_item_open", "blockquote_open"):
+            containers.append(kind.removesuffix("_open"))
+        elif kind in ("list_item_close", "blockquote_close"):
+            containers.pop()
+        elif kind == "heading_open" and token.map:
+            inline = tokens[index + 1]
+            level = int(token.tag[1:])
+            heading_text = heading_plain_text(inline.content, env)
+            if not heading_text:
+                continue  # an empty "#" line is a separator, not a section
+            if first_title is None and level == 1:
+                first_title = heading_text
+            items.append(HeadingMark(lines.start(token.map[0]), level, heading_text))
+            items.extend(_block("heading", text, _heading_span(text, lines, token, inline)))
+        elif kind == "paragraph_open" and token.map:
+            block_kind = "list_item" if containers and containers[-1] == "list_item" else "paragraph"
+            span = _paragraph_span(text, lines, tokens[index + 1])
+            items.extend(_block(block_kind, text, span))
+        elif kind == "tr_open" and token.map:
+            items.extend(_block("table_row", text, _row_span(text, lines, token, containers)))
+        elif kind in ("fence", "code_block") and token.map:
+            items.extend(_block("code", text, _code_span(lines, token)))
+        elif kind == "html_block" and token.map and not _is_html_comment(token.content):
+            span = (lines.start(token.map[0]), lines.end(token.map[1] - 1))
+            items.extend(_block("paragraph", text, span))
+    sections = require_blocks(build_sections(len(text), items), "markdown")
+    return ParsedDocument(
+        text=text, sections=sections, title=title if title is not None else first_title,
+        format="markdown",
+    )
+
+
+def heading_plain_text(source: str, env: dict | None = None) -> str:
+    """Inline Markdown rendered as plain text: link and emphasis markup dropped, code kept."""
+    if not source.strip():
+        return ""
+    tokens = _INLINE_PARSER.parseInline(source, env if env is not None else {})
+    return " ".join(_plain_text(tokens[0].children or []).split())
+
+
+def _plain_text(children: list[Token]) -> str:
+    parts: list[str] = []
+    for child in children:
+        if child.type in ("text", "code_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif child.type == "image":
+            parts.append(_plain_text(child.children or []))  # the alt text
+    return "".join(parts)
+
+
+def _without_front_matter(text: str, lines: LineTable) -> str:
+    """The text with a leading YAML front matter replaced by as many empty lines."""
+    if len(lines) < 2 or text[: lines.end(0)].rstrip() != "---":
+        return text
+    for line in range(1, len(lines)):
+        if text[lines.start(line) : lines.end(line)].rstrip() in _FRONT_MATTER_CLOSERS:
+            return "\n" * (line + 1) + text[lines.start(line + 1) :]
+    return text  # no closing line: not front matter, let markdown-it read it
+
+
+def _block(kind: str, text: str, span: tuple[int, int] | None) -> list[Block]:
+    """A block over the stripped span, or nothing when the span holds only whitespace."""
+    if span is None:
+        return []
+    start, end = span
+    segment = text[start:end]
+    stripped = segment.strip()
+    if not stripped:
+        return []
+    start += len(segment) - len(segment.lstrip())
+    return [Block(kind, start, start + len(stripped))]
+
+
+def _content_start(text: str, lines: LineTable, line: int, first_content_line: str) -> int:
+    """Where a block's content starts on its first source line.
+
+    markdown-it's content is the source line with container markers and indentation removed,
+    i.e. a suffix of the line (trailing spaces aside). Tabs expanded to spaces can break that:
+    then fall back to searching for it, then to the line start.
+    """
+    line_start = lines.start(line)
+    source = text[line_start : lines.end(line)].rstrip()
+    content = first_content_line.rstrip()
+    if content and source.endswith(content):
+        return line_start + len(source) - len(content)
+    found = source.find(content.lstrip()) if content.strip() else -1
+    return line_start + found if found >= 0 else line_start
+
+
+def _paragraph_span(text: str, lines: LineTable, inline: Token) -> tuple[int, int] | None:
+    if not inline.map:
+        return None
+    first_line, end_line = inline.map
+    start = _content_start(text, lines, first_line, inline.content.split("\n", 1)[0])
+    return start, lines.end(end_line - 1)
+
+
+def _heading_span(
+    text: str, lines: LineTable, heading: Token, inline: Token
+) -> tuple[int, int] | None:
+    """The heading text without markers: after the #'s (ATX) or above the underline (setext)."""
+    if not inline.map or not inline.content:
+        return None
+    first_line, end_line = inline.map
+    if heading.markup.startswith("#"):
+        line_start = lines.start(first_line)
+        source = text[line_start : lines.end(first_line)]
+        after_marker = source.find(heading.markup) + len(heading.markup)
+        found = source.find(inline.content, after_marker)
+        if found < 0:
+            return line_start + after_marker, line_start + len(source)
+        return line_start + found, line_start + found + len(inline.content)
+    start = _content_start(text, lines, first_line, inline.content.split("\n", 1)[0])
+    return start, lines.end(end_line - 1)
+
+
+def _row_span(
+    text: str, lines: LineTable, row: Token, containers: list[str]
+) -> tuple[int, int]:
+    line = row.map[0]
+    start, end = lines.start(line), lines.end(line)
+    if "blockquote" in containers:
+        markers = _QUOTE_MARKERS_RE.match(text, start, end)
+        if markers:
+            start = markers.end()
+    return start, end
+
+
+def _code_span(lines: LineTable, code: Token) -> tuple[int, int]:
+    first_line, end_line = code.map
+    if code.type == "fence":
+        # Content lines follow the opening fence; each ends with "\n" in token.content, which
+        # tells where they stop whether or not a closing fence follows.
+        first_line += 1
+        end_line = first_line + code.content.count("\n")
+    return lines.start(first_line), lines.end(end_line - 1)
+
+
+def _is_html_comment(html: str) -> bool:
+    stripped = html.strip()
+    return stripped.startswith("<!--") and stripped.endswith("-->")
