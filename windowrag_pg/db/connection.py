@@ -88,6 +88,7 @@ def _alembic_config(connection=None):
 
     location = str(resources.files("windowrag_pg._migrations"))
     config = Config()
+    config.set_main_option("path_separator", "os")
     config.set_main_option("script_location", location)
     config.set_main_option("version_locations", f"{location}/versions")
     if connection is not None:

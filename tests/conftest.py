@@ -1,0 +1,81 @@
+"""Shared fixtures: a real embedded PostgreSQL (fresh data folder per test session), the real
+ONNX models, and the real evaluation files in ../shared/eval."""
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EVAL_DIR = Path(os.environ.get("WINDOWRAG_EVAL_DIR", REPO.parent / "shared" / "eval"))
+
+
+def read_jsonl(path: Path, limit: int | None = None) -> list[dict]:
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                rows.append(json.loads(line))
+                if limit is not None and len(rows) >= limit:
+                    break
+    return rows
+
+
+@pytest.fixture(scope="session")
+def eval_dir() -> Path:
+    if not EVAL_DIR.is_dir():
+        pytest.skip(f"evaluation data not found at {EVAL_DIR}")
+    return EVAL_DIR
+
+
+@pytest.fixture(scope="session")
+def db_url(tmp_path_factory) -> str:
+    """WINDOWRAG_TEST_DATABASE_URL, or an embedded server in a fresh folder (stopped at the end)."""
+    url = os.environ.get("WINDOWRAG_TEST_DATABASE_URL")
+    if url:
+        yield url
+        return
+    from windowrag_pg.db.embedded import start_embedded, stop_embedded
+
+    home = tmp_path_factory.mktemp("windowrag-home")
+    yield start_embedded(home)
+    stop_embedded(home)
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from windowrag_pg.embed import get_embedder
+
+    return get_embedder()
+
+
+@pytest.fixture()
+def conn(db_url):
+    from windowrag_pg.db.connection import connect
+
+    connection = connect(db_url, autocommit=True)
+    yield connection
+    connection.close()
+
+
+@pytest.fixture()
+def collection_name() -> str:
+    return f"test_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="session")
+def contractnli_collection(db_url, embedder, eval_dir) -> str:
+    """All 61 ContractNLI dev contracts ingested once per session (≈ 6,000 sentences)."""
+    from windowrag_pg.db.connection import connect
+    from windowrag_pg.ingest import Ingestor
+    from windowrag_pg.sources import iter_sources
+
+    name = "contractnli_session"
+    with connect(db_url, autocommit=True) as connection:
+        report = Ingestor(connection, collection=name, embedder=embedder).ingest(
+            iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))
+    assert not report.errors, report.errors
+    return name

@@ -1,0 +1,42 @@
+"""Connection, server checks and migrations on the embedded PostgreSQL."""
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from windowrag_pg.db import connection as db
+
+
+def test_embedded_server_has_postgres_18_and_pgvector_08(conn):
+    assert conn.info.server_version >= 180000
+    version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+    assert tuple(int(p) for p in version.split(".")) >= (0, 8, 0)
+
+
+def test_schema_is_at_head_and_in_its_own_schema(conn):
+    assert db.current_revision(conn) == db.head_revision()
+    tables = {r[0] for r in conn.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'windowrag'")}
+    assert {"collections", "documents", "sections", "sentences", "bm25_postings", "bm25_terms"} <= tables
+    public = conn.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'").fetchone()[0]
+    assert public == 0
+
+
+def test_required_indexes_exist(conn):
+    indexdefs = [r[0] for r in conn.execute(
+        "SELECT indexdef FROM pg_indexes WHERE schemaname = 'windowrag' AND tablename = 'sentences'")]
+    assert any("USING gin (tsv)" in d for d in indexdefs)
+    assert any("(section_id, ordinal)" in d for d in indexdefs)
+    assert any("(document_id, ordinal)" in d for d in indexdefs)
+
+
+def test_unreachable_server_gives_a_clear_error():
+    with pytest.raises(db.DatabaseError, match="cannot connect"):
+        db.connect("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
+
+
+def test_connection_url_round_trips(conn):
+    url = db._connection_url(conn)
+    with psycopg.connect(url) as again:
+        assert again.execute("SELECT current_database()").fetchone()[0] == conn.info.dbname

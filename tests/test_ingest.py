@@ -1,0 +1,162 @@
+"""Ingestion into the real database with the real model: offsets, idempotence, replace,
+delete, heading paths, bad input."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from windowrag_pg.ingest import Ingestor
+from windowrag_pg.sources import SourceDocument, iter_sources
+from windowrag_pg.store.collections import CollectionError, get_collection
+from windowrag_pg.store.writer import delete_document
+
+OFFSET_MISMATCHES = """
+SELECT count(*) FROM windowrag.sentences s JOIN windowrag.documents d ON d.id = s.document_id
+JOIN windowrag.collections c ON c.id = d.collection_id
+WHERE c.name = %s AND substr(d.text, s.start_char + 1, s.end_char - s.start_char) <> s.text
+"""
+COUNTS = """
+SELECT (SELECT count(*) FROM windowrag.documents d JOIN windowrag.collections c ON c.id = d.collection_id WHERE c.name = %(c)s),
+       (SELECT count(*) FROM windowrag.sections x JOIN windowrag.documents d ON d.id = x.document_id
+          JOIN windowrag.collections c ON c.id = d.collection_id WHERE c.name = %(c)s),
+       (SELECT count(*) FROM windowrag.sentences s JOIN windowrag.collections c ON c.id = s.collection_id WHERE c.name = %(c)s)
+"""
+
+
+def counts(conn, name):
+    return conn.execute(COUNTS, {"c": name}).fetchone()
+
+
+def snapshot(conn, name):
+    return conn.execute(
+        "SELECT d.external_id, d.content_hash, s.ordinal, s.text, s.embedding::text FROM windowrag.sentences s"
+        " JOIN windowrag.documents d ON d.id = s.document_id JOIN windowrag.collections c ON c.id = d.collection_id"
+        " WHERE c.name = %s ORDER BY 1, 3", [name]).fetchall()
+
+
+def test_contractnli_offsets_exact_and_reingest_adds_nothing(conn, contractnli_collection, embedder, eval_dir):
+    before = counts(conn, contractnli_collection)
+    assert before[0] == 61 and before[2] > 3000
+    assert conn.execute(OFFSET_MISMATCHES, [contractnli_collection]).fetchone()[0] == 0
+    nulls = conn.execute("SELECT count(*) FROM windowrag.sentences s JOIN windowrag.collections c ON c.id = s.collection_id"
+                         " WHERE c.name = %s AND (s.embedding IS NULL OR s.tsv IS NULL)", [contractnli_collection]).fetchone()[0]
+    assert nulls == 0
+    report = Ingestor(conn, collection=contractnli_collection, embedder=embedder).ingest(
+        iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))
+    assert report.unchanged == 61 and report.added == report.replaced == 0
+    assert counts(conn, contractnli_collection) == before
+
+
+def test_changed_content_replaces_the_document_atomically(conn, collection_name, embedder):
+    ingestor = Ingestor(conn, collection=collection_name, embedder=embedder)
+    first = SourceDocument(external_id="doc", format="text", text="Alpha is first. Beta is second.")
+    assert ingestor.ingest([first]).added == 1
+    changed = SourceDocument(external_id="doc", format="text", text="Gamma replaces everything. Delta too. Epsilon.")
+    report = ingestor.ingest([changed])
+    assert report.replaced == 1
+    texts = [r[3] for r in snapshot(conn, collection_name)]
+    assert texts == ["Gamma replaces everything.", "Delta too.", "Epsilon."]
+    assert counts(conn, collection_name) == (1, 1, 3)
+
+
+def test_delete_removes_sections_and_sentences(conn, collection_name, embedder):
+    ingestor = Ingestor(conn, collection=collection_name, embedder=embedder)
+    ingestor.ingest([
+        SourceDocument(external_id="keep", format="markdown", text="# Keep\n\nThis stays here."),
+        SourceDocument(external_id="drop", format="markdown", text="# Drop\n\nThis goes away. Soon."),
+    ])
+    collection = get_collection(conn, collection_name)
+    assert delete_document(conn, collection, "drop") is True
+    assert delete_document(conn, collection, "drop") is False
+    assert counts(conn, collection_name) == (1, 1, 2)
+
+
+def test_handbook_heading_paths_are_kept(conn, collection_name, embedder, eval_dir):
+    pages = [json.loads(line) for line in (eval_dir / "handbook" / "documents.jsonl").open()]
+    page = next(p for p in pages if "\n### " in p["text"] and "\n## " in p["text"] and len(p["text"]) < 6000)
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest([
+        SourceDocument(external_id=page["id"], format="markdown", text=page["text"], title=page["title"])])
+    rows = conn.execute(
+        "SELECT x.heading_path, x.level FROM windowrag.sections x JOIN windowrag.documents d ON d.id = x.document_id"
+        " JOIN windowrag.collections c ON c.id = d.collection_id WHERE c.name = %s ORDER BY x.ordinal",
+        [collection_name]).fetchall()
+    level3 = [path for path, level in rows if level == 3]
+    assert level3, rows
+    # a level-3 section sits under the level-2 heading that precedes it
+    assert all(len(path) >= 2 for path in level3)
+    assert conn.execute(OFFSET_MISMATCHES, [collection_name]).fetchone()[0] == 0
+
+
+def test_heading_path_benefits_dental(conn, collection_name, embedder):
+    text = "# Handbook\n\n## Benefits\n\nWe offer benefits.\n\n### Dental\n\nThe dental plan is free. It covers you.\n"
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
+        [SourceDocument(external_id="h", format="markdown", text=text)])
+    path = conn.execute(
+        "SELECT x.heading_path FROM windowrag.sentences s JOIN windowrag.sections x ON x.id = s.section_id"
+        " JOIN windowrag.collections c ON c.id = s.collection_id WHERE c.name = %s AND s.text = 'The dental plan is free.'",
+        [collection_name]).fetchone()[0]
+    assert path[-2:] == ["Benefits", "Dental"]
+
+
+def test_collection_refuses_another_model(conn, collection_name, embedder):
+    Ingestor(conn, collection=collection_name, embedder=embedder)
+    conn.execute("UPDATE windowrag.collections SET embedding_model = 'other-model' WHERE name = %s", [collection_name])
+    with pytest.raises(CollectionError, match="other-model"):
+        Ingestor(conn, collection=collection_name, embedder=embedder)
+
+
+BAD_FILES = {
+    "empty.txt": b"",
+    "blank.md": b"   \n\t\n  ",
+    "junk.txt": bytes(range(256)) * 20,
+    "latin1.txt": "caf\xe9 cr\xe8me".encode("latin-1"),
+    "nul.md": b"# Title\n\nText with a \x00 NUL byte.",
+    "notes.docx": b"PK\x03\x04 not really a docx",
+    "broken.pdf": b"%PDF-1.4\n this is not a pdf at all",
+}
+
+
+def test_bad_inputs_get_clear_errors_and_touch_nothing(conn, collection_name, embedder, tmp_path):
+    ingestor = Ingestor(conn, collection=collection_name, embedder=embedder)
+    (tmp_path / "good.md").write_text("# Good\n\nA fine document. It has two sentences.\n")
+    ingestor.ingest(iter_sources([tmp_path]))
+    before = snapshot(conn, collection_name)
+    for name, data in BAD_FILES.items():
+        (tmp_path / name).write_bytes(data)
+    report = ingestor.ingest(iter_sources([tmp_path]))
+    by_name = {e.name.rsplit("/", 1)[-1]: e.message for e in report.errors}
+    assert set(by_name) == set(BAD_FILES), by_name
+    assert "empty" in by_name["empty.txt"]
+    assert "whitespace" in by_name["blank.md"] or "empty" in by_name["blank.md"]
+    assert "UTF-8" in by_name["latin1.txt"]
+    assert "NUL" in by_name["nul.md"]
+    assert "format" in by_name["notes.docx"]
+    assert "PDF" in by_name["broken.pdf"] or "pdf" in by_name["broken.pdf"]
+    assert report.unchanged == 1
+    assert snapshot(conn, collection_name) == before
+
+
+@pytest.mark.slow
+def test_a_million_character_line_goes_in_as_bounded_pieces(conn, collection_name, embedder, tmp_path):
+    # ~500 units of 2,000 characters, each embedded at the 512-token limit: about a minute here.
+    (tmp_path / "long.txt").write_text("word " * 200_000)
+    report = Ingestor(conn, collection=collection_name, embedder=embedder).ingest(iter_sources([tmp_path]))
+    assert report.added == 1, report.errors
+    longest, units = conn.execute(
+        "SELECT max(length(s.text)), count(*) FROM windowrag.sentences s JOIN windowrag.collections c"
+        " ON c.id = s.collection_id WHERE c.name = %s", [collection_name]).fetchone()
+    assert longest <= 2000 and units >= 500
+
+
+def test_jsonl_bad_lines_are_reported_with_line_numbers(conn, collection_name, embedder, tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text("\n".join([
+        json.dumps({"id": "ok", "title": "Ok", "text": "Fine text. More text.", "format": "text", "metadata": {"a": 1}}),
+        "{not json",
+        json.dumps({"id": "nofmt", "text": "x", "format": "docx"}),
+        json.dumps({"title": "no id", "text": "x"}),
+    ]))
+    report = Ingestor(conn, collection=collection_name, embedder=embedder).ingest(iter_sources([path]))
+    assert report.added == 1
+    assert sorted(e.name.rsplit(":", 1)[1] for e in report.errors) == ["2", "3", "4"]
