@@ -1,5 +1,5 @@
 -- The Python API's query: windowrag.search_windows, with the document filter compiled by
--- windowrag_pg.retrieve.filters into {document_ids} (NULL when there is no filter).
+-- windowrag_pg.retrieve.filters into the document_ids argument (NULL when there is no filter).
 SELECT segment_rank, document_id, external_id, title, section_path, first_ordinal, last_ordinal,
        start_char, end_char, text, score, token_count, hits
 FROM windowrag.search_windows(
