@@ -39,18 +39,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(handler=cmd_ingest)
 
-    p = sub.add_parser("query", help="search a collection")
+    p = sub.add_parser("query", help="search a collection: retrieve, rerank, RSE, assemble")
     p.add_argument("query")
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--window", type=int, default=3)
     p.add_argument("--mode", default="hybrid", choices=["hybrid", "dense", "bm25"])
-    p.add_argument("--candidates", type=int, default=50)
+    p.add_argument("--candidates", type=int, default=50, help="candidates per list (dense, BM25) before fusion")
     p.add_argument("--clamp", default="section", choices=["section", "document"])
+    p.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
+                   help="rerank windows with the cross-encoder (default: on)")
+    p.add_argument("--rerank-candidates", type=int, default=None, help="windows to rerank")
+    p.add_argument("--rse", default=None, help="RSE preset: balanced, precision, find_all or none")
+    p.add_argument("--token-budget", type=int, default=None)
+    p.add_argument("--order", default="score", choices=["score", "document"])
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
                    help="metadata.KEY=V, document_id=ID, source=S; also >=, <=, >, <")
     p.add_argument("--collection", default=DEFAULT_COLLECTION)
     p.add_argument("--embedder", default=None)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--reranker", default=None)
+    p.add_argument("--json", action="store_true", help="print JSON (with the trace under \"trace\")")
+    p.add_argument("--explain", action="store_true", help="print every stage's decisions")
     p.set_defaults(handler=cmd_query)
 
     p = sub.add_parser("delete", help="delete a document (by external id) with its sections and sentences")
@@ -115,8 +123,8 @@ def _print_ingest_report(report) -> None:
 
 def cmd_query(args) -> int:
     from .embed import get_embedder
+    from .pipeline import Pipeline, PipelineOptions
     from .retrieve.filters import parse_cli_filter
-    from .retrieve.retriever import Retriever
 
     filters: dict[str, Any] = {}
     for expression in args.filter:
@@ -125,14 +133,30 @@ def cmd_query(args) -> int:
             filters[key].update(condition)
         else:
             filters[key] = condition
+    defaults = PipelineOptions()
+    options = PipelineOptions(
+        k=args.k, window=args.window, mode=args.mode, candidates=args.candidates, clamp=args.clamp,
+        rerank=defaults.rerank if args.rerank is None else args.rerank,
+        rerank_candidates=args.rerank_candidates or defaults.rerank_candidates,
+        rse=defaults.rse if args.rse is None else (None if args.rse.lower() == "none" else args.rse),
+        token_budget=args.token_budget, order=args.order,
+    )
+    reranker = None
+    if options.rerank and args.reranker:
+        from .rerank import get_reranker
+
+        reranker = get_reranker(args.reranker)
     with _connect(args) as conn:
-        retriever = Retriever(conn, embedder=get_embedder(args.embedder), collection=args.collection)
-        result = retriever.search(args.query, k=args.k, window=args.window, mode=args.mode,
-                                  candidates=args.candidates, clamp=args.clamp, filters=filters or None)
+        pipeline = Pipeline(conn, collection=args.collection, embedder=get_embedder(args.embedder), reranker=reranker)
+        result = pipeline.run(args.query, options, filters=filters or None)
     if args.json:
-        print(json.dumps(result.as_dict(), ensure_ascii=False, indent=2))
-    else:
-        _print_contexts(result)
+        print(json.dumps(result.as_dict(), ensure_ascii=False, indent=2, default=str))
+        return 0
+    if args.explain:
+        from .explain import print_trace
+
+        print_trace(result)
+    _print_contexts(result)
     return 0
 
 
@@ -144,9 +168,7 @@ def _print_contexts(result) -> None:
     if not result.contexts:
         console.print("no context found")
     for number, context in enumerate(result.contexts, start=1):
-        where = " › ".join(context.section_path) or "(top)"
-        title = (f"[{number}] {context.document_id} — {where} — chars {context.start_char}–{context.end_char} "
-                 f"— score {context.score:.4f}")
+        title = f"[{number}] {context.citation.label()} — score {context.score:.3f}"
         console.print(Panel(context.text, title=title, title_align="left"))
 
 
@@ -200,7 +222,7 @@ def cmd_server_stop(args) -> int:
 
 def cmd_demo(args) -> int:
     from .ingest import Ingestor
-    from .retrieve.retriever import Retriever
+    from .pipeline import Pipeline
     from .sources import SourceDocument
 
     sample_dir = resources.files("windowrag_pg.samples")
@@ -212,8 +234,8 @@ def cmd_demo(args) -> int:
         ingestor = Ingestor(conn, collection="demo")
         report = ingestor.ingest(samples)
         _print_ingest_report(report)
-        retriever = Retriever(conn, embedder=ingestor.embedder, collection="demo")
-        result = retriever.search(args.query, k=3, window=2)
+        pipeline = Pipeline(conn, collection="demo", embedder=ingestor.embedder)
+        result = pipeline.search(args.query, k=3, window=2)
     print(f"\nquery: {args.query}\n")
     _print_contexts(result)
     return 0

@@ -92,15 +92,20 @@ class Ingestor:
         embedder: Embedder | None = None,
         contextual_headers: bool = False,
         max_unit_chars: int = 2000,
+        chunk_tokens: int | None = None,
     ) -> None:
         if not conn.autocommit:
             raise ValueError("Ingestor needs an autocommit connection: each document commits on its own")
         self.conn = conn
         self.embedder = embedder or get_embedder()
         self.max_unit_chars = max_unit_chars
+        # chunk_tokens set: the naive baseline of the evaluation (fixed-size token chunks are the
+        # retrieval unit instead of sentences), stored in the same tables.
+        self.chunk_tokens = chunk_tokens
         self.collection: Collection = ensure_collection(
             conn, collection, embedding_model=self.embedder.model_id,
             dimension=self.embedder.dimension, contextual_headers=contextual_headers,
+            unit="chunk" if chunk_tokens else "sentence", chunk_tokens=chunk_tokens,
         )
 
     def ingest(
@@ -134,12 +139,19 @@ class Ingestor:
         report.seconds = time.perf_counter() - started
         return report
 
+    def make_units(self, parsed: ParsedDocument) -> list[Unit]:
+        if self.chunk_tokens:
+            from .split.chunks import chunk_units
+
+            return chunk_units(parsed, max_tokens=self.chunk_tokens, token_offsets=self.embedder.token_offsets)
+        return split_units(parsed, max_unit_chars=self.max_unit_chars)
+
     def ingest_one(self, source: SourceDocument, *, report: IngestReport | None = None) -> tuple[str, int, int]:
         digest = content_hash(source)
         if existing_hash(self.conn, self.collection, source.external_id) == digest:
             return "unchanged", 0, 0
         parsed = parse_source(source)
-        units = split_units(parsed, max_unit_chars=self.max_unit_chars)
+        units = self.make_units(parsed)
         if not units:
             raise ParseError("no text to index (no sentence found)")
         texts = embedding_texts(parsed, units, title=source.title or parsed.title,

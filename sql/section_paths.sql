@@ -1,0 +1,1 @@
+SELECT id, heading_path FROM windowrag.sections WHERE id = ANY (%(sections)s::bigint[])

@@ -1,0 +1,151 @@
+"""Context assembly: order, token budget, citations and the prompt block format. Pure: no I/O."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+ORDERS = ("score", "document")
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceInfo:
+    """One stored sentence, as assembly needs it."""
+
+    ordinal: int
+    start_char: int
+    end_char: int
+    token_count: int
+    section_id: int
+    page: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    document_id: str  # external id
+    title: str | None
+    section_path: tuple[str, ...]
+    start_char: int
+    end_char: int
+    first_ordinal: int
+    last_ordinal: int
+    pages: tuple[int, ...] = ()
+
+    def label(self) -> str:
+        where = " › ".join(self.section_path)
+        pages = f", p. {'-'.join(str(p) for p in (self.pages[0], self.pages[-1]) if p)}" if self.pages else ""
+        title = f"{self.title} " if self.title else ""
+        return (f"{title}[{self.document_id}]{' › ' + where if where else ''}, "
+                f"chars {self.start_char}–{self.end_char}{pages}")
+
+
+@dataclass(slots=True)
+class AssembledContext:
+    """A context to send: a contiguous run of sentences of one document, with its citation."""
+
+    citation: Citation
+    text: str
+    score: float
+    token_count: int
+    document_key: int
+    sentences: list[SentenceInfo] = field(default_factory=list)
+    hits: list[dict[str, Any]] = field(default_factory=list)
+
+    # the key names of `windowrag query --json`, shared with Retriever contexts
+    def as_dict(self) -> dict[str, Any]:
+        c = self.citation
+        return {
+            "document_id": c.document_id, "title": c.title, "section_path": list(c.section_path),
+            "start_char": c.start_char, "end_char": c.end_char, "text": self.text, "score": self.score,
+            "hits": self.hits, "token_count": self.token_count,
+            "citation": {**asdict(c), "section_path": list(c.section_path), "pages": list(c.pages)},
+        }
+
+
+def order_contexts(contexts: Sequence[AssembledContext], *, order: str = "score") -> list[AssembledContext]:
+    """By score (best first) or by position (document, then character offset)."""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
+    if order == "score":
+        return sorted(contexts, key=lambda c: -c.score)
+    return sorted(contexts, key=lambda c: (c.citation.document_id, c.citation.start_char))
+
+
+def fit_sentences(sentences: Sequence[SentenceInfo], *, budget: int, anchors: set[int]) -> tuple[int, int] | None:
+    """The longest run of whole sentences within BUDGET tokens, grown outwards from the best anchor.
+
+    Returns (first index, last index) into SENTENCES, or None when not even the anchor fits.
+    Anchors are the ordinals of retrieved sentences; without one the run starts at the middle.
+    """
+    if not sentences:
+        return None
+    positions = [i for i, s in enumerate(sentences) if s.ordinal in anchors] or [len(sentences) // 2]
+    best: tuple[int, int] | None = None
+    best_key = (-1, 0)
+    for seed in positions:
+        lo = hi = seed
+        used = sentences[seed].token_count
+        if used > budget:
+            continue
+        grew = True
+        while grew:
+            grew = False
+            # grow towards the side whose next sentence is cheaper: more sentences per token
+            options = []
+            if lo > 0 and used + sentences[lo - 1].token_count <= budget:
+                options.append((sentences[lo - 1].token_count, "left"))
+            if hi < len(sentences) - 1 and used + sentences[hi + 1].token_count <= budget:
+                options.append((sentences[hi + 1].token_count, "right"))
+            if options:
+                _, side = min(options)
+                if side == "left":
+                    lo -= 1
+                    used += sentences[lo].token_count
+                else:
+                    hi += 1
+                    used += sentences[hi].token_count
+                grew = True
+        anchored = sum(1 for s in sentences[lo:hi + 1] if s.ordinal in anchors)
+        key = (anchored, hi - lo)
+        if key > best_key:
+            best, best_key = (lo, hi), key
+    return best
+
+
+def apply_token_budget(contexts: Sequence[AssembledContext], *, budget: int | None,
+                       trim) -> list[AssembledContext]:
+    """Keep contexts in the given order while they fit; trim the first that does not fit to whole
+    sentences (``trim(context, remaining) -> context | None``), then stop.
+
+    Token counts are the embedding tokenizer's counts of each sentence, summed.
+    """
+    if budget is None:
+        return list(contexts)
+    if budget <= 0:
+        raise ValueError(f"token budget must be positive, not {budget}")
+    kept: list[AssembledContext] = []
+    remaining = budget
+    for context in contexts:
+        if context.token_count <= remaining:
+            kept.append(context)
+            remaining -= context.token_count
+            continue
+        trimmed = trim(context, remaining)
+        if trimmed is not None:
+            kept.append(trimmed)
+            remaining -= trimmed.token_count
+        if remaining <= 0:
+            break
+    return kept
+
+
+def format_context(contexts: Sequence[AssembledContext]) -> str:
+    """Numbered, cited blocks for a prompt:
+
+        [1] Title [doc-id] › Section › Sub, chars 120–480
+        text…
+    """
+    blocks = []
+    for number, context in enumerate(contexts, start=1):
+        blocks.append(f"[{number}] {context.citation.label()}\n{context.text.strip()}")
+    return "\n\n".join(blocks)

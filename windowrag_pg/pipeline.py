@@ -1,0 +1,251 @@
+"""The whole chain in one call: retrieve (SQL) → rerank windows → RSE → assemble, with a trace.
+
+Each stage can be switched off, so the evaluation can ablate stage by stage. Database access is
+limited to three statements: the retrieval function, the sentences of the candidate windows,
+and the text slices of the chosen contexts.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from .assemble.context import (
+    AssembledContext, Citation, SentenceInfo, apply_token_budget, fit_sentences, order_contexts,
+)
+from .db.sqlfiles import load_sql
+from .embed.base import Embedder
+from .rerank.base import Reranker
+from .retrieve.retriever import Context, Retriever, SearchOptions
+from .segment.relevance import window_sentence_relevance
+from .segment.rse import RSEParams, best_segments, get_params
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineOptions:
+    k: int = 5
+    window: int = 3
+    mode: str = "hybrid"
+    rerank: bool = True
+    rerank_candidates: int = 20
+    rse: str | RSEParams | None = None
+    token_budget: int | None = None
+    candidates: int = 50
+    order: str = "score"
+    clamp: str = "section"
+    ef_search: int = 100
+    rrf_k: int = 60
+    # RSE inside a window: relevance fades with distance to the nearest hit (sentences)
+    proximity_scale: float = 4.0
+
+
+@dataclass(slots=True)
+class PipelineResult:
+    query: str
+    contexts: list[AssembledContext]
+    trace: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self, *, with_trace: bool = True) -> dict[str, Any]:
+        data: dict[str, Any] = {"query": self.query, "contexts": [c.as_dict() for c in self.contexts]}
+        if with_trace:
+            data["trace"] = self.trace
+        return data
+
+
+@dataclass(slots=True)
+class _Window:
+    """A retrieved (merged) window with its sentences and scores, between stages."""
+
+    context: Context
+    retrieval_rank: int
+    sentences: list[SentenceInfo] = field(default_factory=list)
+    score: float = 0.0  # reranker probability, or fused score scaled to [0, 1]
+
+
+class Pipeline:
+    def __init__(self, conn: psycopg.Connection, *, collection: str = "default",
+                 embedder: Embedder | None = None, reranker: Reranker | None = None) -> None:
+        self.conn = conn
+        self.retriever = Retriever(conn, embedder=embedder, collection=collection)
+        self._reranker = reranker
+
+    @property
+    def reranker(self) -> Reranker:
+        if self._reranker is None:
+            from .rerank import get_reranker
+
+            self._reranker = get_reranker()
+        return self._reranker
+
+    def search(self, query: str, *, filters: dict[str, Any] | None = None, collection: str | None = None,
+               **options: Any) -> PipelineResult:
+        return self.run(query, PipelineOptions(**options), filters=filters, collection=collection)
+
+    def run(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None = None,
+            collection: str | None = None) -> PipelineResult:
+        started = time.perf_counter()
+        timings: dict[str, float] = {}
+        rse_params = get_params(options.rse) if options.rse is not None else None
+        wanted = options.rerank_candidates if (options.rerank or rse_params) else options.k
+        retrieved = self.retriever.search_with(
+            query,
+            SearchOptions(k=max(wanted, options.k), window=options.window, mode=options.mode,
+                          candidates=options.candidates, clamp=options.clamp, rrf_k=options.rrf_k,
+                          ef_search=options.ef_search),
+            filters=filters, collection=collection,
+        )
+        timings.update(retrieved.timings_ms)
+        windows = [_Window(context=c, retrieval_rank=i) for i, c in enumerate(retrieved.contexts)]
+
+        mark = time.perf_counter()
+        self._attach_sentences(windows)
+        timings["fetch_ms"] = (time.perf_counter() - mark) * 1000
+
+        mark = time.perf_counter()
+        if options.rerank and windows:
+            scores = self.reranker.score(retrieved.query, [w.context.text for w in windows])
+            for window, score in zip(windows, scores):
+                window.score = float(score)
+            windows.sort(key=lambda w: (-w.score, w.retrieval_rank))
+        else:
+            best = max((w.context.score for w in windows), default=1.0) or 1.0
+            for window in windows:
+                window.score = window.context.score / best
+        timings["rerank_ms"] = (time.perf_counter() - mark) * 1000
+
+        mark = time.perf_counter()
+        rse_trace = None
+        if rse_params is not None:
+            contexts, rse_trace = self._rse(windows, rse_params, options)
+        else:
+            contexts = [self._context_from_window(w) for w in windows[: options.k]]
+        timings["rse_ms"] = (time.perf_counter() - mark) * 1000
+
+        mark = time.perf_counter()
+        contexts = order_contexts(contexts, order="score")
+        contexts = apply_token_budget(contexts, budget=options.token_budget, trim=self._trim)
+        contexts = order_contexts(contexts, order=options.order)
+        self._fill_text(contexts)
+        timings["assemble_ms"] = (time.perf_counter() - mark) * 1000
+        timings["total_ms"] = (time.perf_counter() - started) * 1000
+
+        trace = {
+            "options": {**asdict(options), "rse": asdict(rse_params) if rse_params else None,
+                        "filters": filters},
+            "retrieval": [_window_trace(w) for w in sorted(windows, key=lambda w: w.retrieval_rank)],
+            "rerank": ([{"retrieval_rank": w.retrieval_rank, "document_id": w.context.document_id,
+                         "first_ordinal": w.context.first_ordinal, "score": w.score} for w in windows]
+                       if options.rerank else None),
+            "rse": rse_trace,
+            "contexts": [{"document_id": c.citation.document_id, "first_ordinal": c.citation.first_ordinal,
+                          "last_ordinal": c.citation.last_ordinal, "tokens": c.token_count, "score": c.score}
+                         for c in contexts],
+            "timings_ms": {key.removesuffix("_ms"): round(value, 2) for key, value in timings.items()},
+        }
+        return PipelineResult(query=retrieved.query, contexts=contexts, trace=trace)
+
+    # -- stages -------------------------------------------------------------------------------
+
+    def _attach_sentences(self, windows: list[_Window]) -> None:
+        if not windows:
+            return
+        rows = self.conn.execute(load_sql("segment_sentences"), {
+            "documents": [w.context.document_key for w in windows],
+            "firsts": [w.context.first_ordinal for w in windows],
+            "lasts": [w.context.last_ordinal for w in windows],
+        }).fetchall()
+        by_document: dict[int, dict[int, SentenceInfo]] = {}
+        for doc, ordinal, start, end, tokens, section, page in rows:
+            by_document.setdefault(doc, {})[ordinal] = SentenceInfo(ordinal, start, end, tokens, section, page)
+        for window in windows:
+            sentences = by_document.get(window.context.document_key, {})
+            window.sentences = [sentences[o] for o in range(window.context.first_ordinal, window.context.last_ordinal + 1)
+                                if o in sentences]
+
+    def _rse(self, windows: list[_Window], params: RSEParams, options: PipelineOptions):
+        """Sentence values over all candidate windows; best segments; contexts from segments."""
+        values: list[float] = []
+        groups: list[int] = []
+        owners: list[tuple[_Window, SentenceInfo]] = []
+        # Windows never overlap, so each sentence is valued once; each window is its own group
+        # (windows of one section that touched were already merged in SQL).
+        for rank, window in enumerate(windows):
+            ordinals = [s.ordinal for s in window.sentences]
+            hits = [h.sentence_ordinal for h in window.context.hits]
+            relevance = window_sentence_relevance(
+                ordinals, hits, window_score=window.score, rank=rank,
+                decay_rate=params.decay_rate, proximity_scale=options.proximity_scale)
+            for sentence, value in zip(window.sentences, relevance):
+                values.append(float(value) - params.irrelevant_sentence_penalty)
+                groups.append(rank)
+                owners.append((window, sentence))
+        if not values:
+            return [], {"segments": [], "sentences_valued": 0}
+        segments = best_segments(
+            np.asarray(values), groups=np.asarray(groups),
+            max_segment_length=params.max_segment_length, overall_max_length=params.overall_max_length,
+            minimum_segment_value=params.minimum_segment_value, segment_cost=params.segment_cost)
+        contexts = []
+        for segment in segments[: options.k]:
+            window = owners[segment.start][0]
+            chosen = [owners[i][1] for i in range(segment.start, segment.end)]
+            contexts.append(self._context_from_window(window, sentences=chosen, score=segment.value))
+        trace = {
+            "sentences_valued": len(values),
+            "segments": [{"document_id": owners[s.start][0].context.document_id,
+                          "first_ordinal": owners[s.start][1].ordinal, "last_ordinal": owners[s.end - 1][1].ordinal,
+                          "value": round(s.value, 4)} for s in segments],
+        }
+        return contexts, trace
+
+    def _context_from_window(self, window: _Window, *, sentences: Sequence[SentenceInfo] | None = None,
+                             score: float | None = None) -> AssembledContext:
+        chosen = list(sentences if sentences is not None else window.sentences)
+        first, last = chosen[0], chosen[-1]
+        c = window.context
+        hits = [asdict(h) for h in c.hits if first.ordinal <= h.sentence_ordinal <= last.ordinal]
+        pages = tuple(sorted({s.page for s in chosen if s.page is not None}))
+        citation = Citation(document_id=c.document_id, title=c.title, section_path=tuple(c.section_path),
+                            start_char=first.start_char, end_char=last.end_char,
+                            first_ordinal=first.ordinal, last_ordinal=last.ordinal, pages=pages)
+        return AssembledContext(citation=citation, text="", score=window.score if score is None else score,
+                                token_count=sum(s.token_count for s in chosen), document_key=c.document_key,
+                                sentences=chosen, hits=hits)
+
+    def _trim(self, context: AssembledContext, budget: int) -> AssembledContext | None:
+        anchors = {h["sentence_ordinal"] for h in context.hits}
+        span = fit_sentences(context.sentences, budget=budget, anchors=anchors)
+        if span is None:
+            return None
+        chosen = context.sentences[span[0]: span[1] + 1]
+        first, last = chosen[0], chosen[-1]
+        citation = Citation(**{**asdict(context.citation), "start_char": first.start_char, "end_char": last.end_char,
+                               "first_ordinal": first.ordinal, "last_ordinal": last.ordinal,
+                               "section_path": context.citation.section_path,
+                               "pages": tuple(sorted({s.page for s in chosen if s.page is not None}))})
+        hits = [h for h in context.hits if first.ordinal <= h["sentence_ordinal"] <= last.ordinal]
+        return AssembledContext(citation=citation, text="", score=context.score,
+                                token_count=sum(s.token_count for s in chosen), document_key=context.document_key,
+                                sentences=list(chosen), hits=hits)
+
+    def _fill_text(self, contexts: list[AssembledContext]) -> None:
+        if not contexts:
+            return
+        rows = self.conn.execute(load_sql("document_slices"), {
+            "documents": [c.document_key for c in contexts],
+            "starts": [c.citation.start_char for c in contexts],
+            "ends": [c.citation.end_char for c in contexts],
+        }).fetchall()
+        for context, (text,) in zip(contexts, rows):
+            context.text = text
+
+
+def _window_trace(window: _Window) -> dict[str, Any]:
+    c = window.context
+    return {"rank": window.retrieval_rank, "document_id": c.document_id, "section_path": c.section_path,
+            "first_ordinal": c.first_ordinal, "last_ordinal": c.last_ordinal, "rrf_score": c.score,
+            "tokens": c.token_count, "merged_hits": len(c.hits), "hits": [asdict(h) for h in c.hits]}
