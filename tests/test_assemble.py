@@ -1,0 +1,68 @@
+"""Context assembly: pure functions, no database."""
+from __future__ import annotations
+
+import pytest
+
+from windowrag_pg.assemble.context import (
+    AssembledContext, Citation, SentenceInfo, apply_token_budget, fit_sentences, format_context, order_contexts,
+)
+
+
+def sentences(tokens: list[int], first_ordinal: int = 0) -> list[SentenceInfo]:
+    out, start = [], first_ordinal * 11
+    for i, t in enumerate(tokens):
+        out.append(SentenceInfo(ordinal=first_ordinal + i, start_char=start, end_char=start + 10, token_count=t, section_id=1))
+        start += 11
+    return out
+
+
+def context(doc: str, score: float, tokens: list[int], first: int = 0, hits: tuple[int, ...] = ()) -> AssembledContext:
+    sents = sentences(tokens, first)
+    citation = Citation(document_id=doc, title=None, section_path=("A",), start_char=sents[0].start_char,
+                        end_char=sents[-1].end_char, first_ordinal=first, last_ordinal=first + len(tokens) - 1)
+    return AssembledContext(citation=citation, text=f"text of {doc}", score=score, token_count=sum(tokens),
+                            document_key=1, sentences=sents, hits=[{"sentence_ordinal": h} for h in hits])
+
+
+def test_fit_sentences_keeps_the_anchor_and_whole_sentences():
+    sents = sentences([10, 10, 30, 10, 10], first_ordinal=100)
+    lo, hi = fit_sentences(sents, budget=35, anchors={102})
+    assert lo <= 2 <= hi
+    assert sum(s.token_count for s in sents[lo:hi + 1]) <= 35
+    # the anchor alone does not fit, another anchor does
+    assert fit_sentences(sents, budget=25, anchors={102, 104}) == (3, 4)
+    assert fit_sentences(sents, budget=5, anchors={102}) is None
+
+
+def test_token_budget_keeps_order_and_trims_the_first_that_does_not_fit():
+    contexts = [context("a", 0.9, [20, 20]), context("b", 0.8, [30, 30, 30], hits=(1,)), context("c", 0.7, [5])]
+
+    def trim(ctx, remaining):
+        span = fit_sentences(ctx.sentences, budget=remaining, anchors={h["sentence_ordinal"] for h in ctx.hits})
+        if span is None:
+            return None
+        chosen = ctx.sentences[span[0]: span[1] + 1]
+        return context(ctx.citation.document_id, ctx.score, [s.token_count for s in chosen], chosen[0].ordinal)
+
+    kept = apply_token_budget(contexts, budget=75, trim=trim)
+    assert [c.citation.document_id for c in kept] == ["a", "b", "c"]
+    assert [c.token_count for c in kept] == [40, 30, 5]
+    assert sum(c.token_count for c in kept) <= 75
+    assert apply_token_budget(contexts, budget=None, trim=trim) == contexts
+    with pytest.raises(ValueError):
+        apply_token_budget(contexts, budget=0, trim=trim)
+
+
+def test_order_by_document_position():
+    contexts = [context("b", 0.9, [1], first=5), context("a", 0.5, [1], first=9), context("a", 0.1, [1], first=0)]
+    by_position = order_contexts(contexts, order="document")
+    assert [(c.citation.document_id, c.citation.first_ordinal) for c in by_position] == [("a", 0), ("a", 9), ("b", 5)]
+    assert [c.score for c in order_contexts(contexts, order="score")] == [0.9, 0.5, 0.1]
+    with pytest.raises(ValueError, match="order"):
+        order_contexts(contexts, order="random")
+
+
+def test_format_context_numbers_and_cites_blocks():
+    block = format_context([context("doc-1", 0.9, [3]), context("doc-2", 0.5, [3])])
+    assert block.startswith("[1] [doc-1] › A, chars 0–10\ntext of doc-1")
+    assert "\n\n[2] [doc-2] › A" in block
