@@ -189,11 +189,14 @@ class Pipeline:
             np.asarray(values), groups=np.asarray(groups),
             max_segment_length=params.max_segment_length, overall_max_length=params.overall_max_length,
             minimum_segment_value=params.minimum_segment_value, segment_cost=params.segment_cost)
+        # RSE decides WHAT to send; the order follows the reranker's score of each segment's
+        # window (a sum of values would favour long segments over short, sharper ones).
+        chosen_segments = sorted(segments, key=lambda s: (-owners[s.start][0].score, -s.value))[: options.k]
         contexts = []
-        for segment in segments[: options.k]:
+        for segment in chosen_segments:
             window = owners[segment.start][0]
             chosen = [owners[i][1] for i in range(segment.start, segment.end)]
-            contexts.append(self._context_from_window(window, sentences=chosen, score=segment.value))
+            contexts.append(self._context_from_window(window, sentences=chosen))
         trace = {
             "sentences_valued": len(values),
             "segments": [{"document_id": owners[s.start][0].context.document_id,

@@ -1,0 +1,103 @@
+"""The whole chain on real data: retrieval → rerank → RSE → assembly, and the trace."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from windowrag_pg.ingest import Ingestor
+from windowrag_pg.pipeline import Pipeline
+from windowrag_pg.sources import SourceDocument
+
+from .conftest import read_jsonl
+
+
+@pytest.fixture(scope="module")
+def squad_article(db_url, embedder, eval_dir):
+    """One SQuAD article (a few hundred sentences) and its questions."""
+    from windowrag_pg.db.connection import connect
+
+    documents = read_jsonl(eval_dir / "squad-dev" / "documents.jsonl")
+    queries = read_jsonl(eval_dir / "squad-dev" / "queries.jsonl")
+    article = documents[0]
+    questions = [q for q in queries if q["gold"] and q["gold"][0]["doc_id"] == article["id"]]
+    name = "squad_one_article"
+    with connect(db_url, autocommit=True) as conn:
+        report = Ingestor(conn, collection=name, embedder=embedder).ingest(
+            [SourceDocument(external_id=article["id"], format=article["format"], text=article["text"],
+                            title=article["title"])])
+        assert not report.errors
+    return name, article, questions
+
+
+def gold_rank(contexts, gold) -> int | None:
+    for rank, c in enumerate(contexts, start=1):
+        if any(c.citation.document_id == g["doc_id"] and c.citation.start_char <= g["start"]
+               and g["end"] <= c.citation.end_char for g in gold):
+            return rank
+    return None
+
+
+def test_rerank_and_rse_lift_gold_that_hybrid_ranks_lower(conn, embedder, squad_article):
+    name, article, questions = squad_article
+    pipeline = Pipeline(conn, collection=name, embedder=embedder)
+    lifted = []
+    hybrid_top1 = rerank_top1 = 0
+    for question in questions[:20]:
+        hybrid = pipeline.search(question["query"], k=5, window=1, rerank=False)
+        full = pipeline.search(question["query"], k=5, window=1, rerank=True, rerank_candidates=10, rse="balanced")
+        before, after = gold_rank(hybrid.contexts, question["gold"]), gold_rank(full.contexts, question["gold"])
+        hybrid_top1 += before == 1
+        rerank_top1 += after == 1
+        if after == 1 and (before is None or before > 1):
+            lifted.append(question["query"])
+        for c in full.contexts:  # every context is an exact slice with whole sentences
+            assert c.text == article["text"][c.citation.start_char:c.citation.end_char]
+    assert lifted, "no question where rerank + RSE put the gold span first and hybrid did not"
+    assert rerank_top1 >= hybrid_top1
+
+
+def test_rse_minimum_value_can_abstain(conn, embedder, squad_article):
+    name, _, _ = squad_article
+    pipeline = Pipeline(conn, collection=name, embedder=embedder)
+    result = pipeline.search("What is the airspeed velocity of an unladen swallow carrying a coconut?",
+                             k=5, window=1, rerank=True, rerank_candidates=5, rse="precision")
+    assert result.contexts == []
+    assert result.trace["rse"]["segments"] == []
+
+
+def test_token_budget_is_respected_with_whole_sentences(conn, embedder, squad_article):
+    name, article, questions = squad_article
+    pipeline = Pipeline(conn, collection=name, embedder=embedder)
+    result = pipeline.search(questions[0]["query"], k=5, window=3, rerank=False, token_budget=150)
+    assert result.contexts
+    assert sum(c.token_count for c in result.contexts) <= 150
+    for c in result.contexts:
+        assert c.token_count == sum(s.token_count for s in c.sentences)
+        assert c.citation.start_char == c.sentences[0].start_char and c.citation.end_char == c.sentences[-1].end_char
+
+
+def test_trace_records_every_stage(conn, embedder, squad_article):
+    name, _, questions = squad_article
+    result = Pipeline(conn, collection=name, embedder=embedder).search(
+        questions[1]["query"], k=3, window=2, rerank=True, rerank_candidates=5, rse="balanced")
+    trace = result.trace
+    assert {"options", "retrieval", "rerank", "rse", "contexts", "timings_ms"} <= set(trace)
+    assert len(trace["rerank"]) == len(trace["retrieval"]) <= 5
+    assert all(0.0 <= r["score"] <= 1.0 for r in trace["rerank"])
+    assert {"embed", "sql", "fetch", "rerank", "rse", "assemble", "total"} <= set(trace["timings_ms"])
+    assert all(h["dense_rank"] or h["bm25_rank"] for w in trace["retrieval"] for h in w["hits"])
+
+
+def test_cli_json_has_trace_and_explain_renders(db_url, squad_article):
+    name, _, questions = squad_article
+    base = [sys.executable, "-m", "windowrag_pg.cli", "--database-url", db_url, "query", questions[2]["query"],
+            "--collection", name, "--k", "3", "--rerank-candidates", "5"]
+    data = json.loads(subprocess.run(base + ["--json"], capture_output=True, text=True, check=True, timeout=300).stdout)
+    assert "trace" in data and data["contexts"]
+    assert {"document_id", "title", "section_path", "start_char", "end_char", "text", "score", "hits"} <= set(data["contexts"][0])
+    shown = subprocess.run(base + ["--explain", "--rse", "balanced"], capture_output=True, text=True, check=True,
+                           timeout=300, env={**__import__("os").environ, "COLUMNS": "160"}).stdout
+    assert "1. Retrieval" in shown and "2. Rerank" in shown and "3. RSE" in shown and "timings:" in shown
