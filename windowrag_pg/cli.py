@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("db-url", help="print the database URL (starts the embedded server if needed)")
     p.set_defaults(handler=cmd_db_url)
 
+    p = sub.add_parser("doctor", help="check the server, pgvector, indexes and BM25 statistics")
+    p.set_defaults(handler=cmd_doctor)
+
     p = sub.add_parser("server-stop", help="stop the embedded server")
     p.set_defaults(handler=cmd_server_stop)
 
@@ -211,6 +214,22 @@ def cmd_db_url(args) -> int:
         pass
     print(database_url(args.database_url))
     return 0
+
+
+def cmd_doctor(args) -> int:
+    from rich.console import Console
+
+    from .doctor import run_checks
+
+    console = Console()
+    with _connect(args) as conn:
+        checks = run_checks(conn)
+    for check in checks:
+        mark = "[green]ok[/green]  " if check.ok else "[red]FAIL[/red]"
+        console.print(f"{mark} {check.name}: {check.detail}" + (f"\n      fix: {check.fix}" if check.fix else ""))
+    failed = sum(not c.ok for c in checks)
+    console.print(f"{len(checks) - failed} ok, {failed} failed")
+    return 1 if failed else 0
 
 
 def cmd_server_stop(args) -> int:

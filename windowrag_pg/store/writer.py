@@ -44,8 +44,7 @@ def write_document(
     if len(units) != len(embeddings) or len(units) != len(token_counts):
         raise ValueError("units, embeddings and token counts differ in length")
     with conn.transaction():
-        # Serialise writers of the same document: the row lock (or the unique index for a new
-        # document) makes a concurrent second writer wait, then see our version.
+        conn.execute(load_sql("lock_collection_writes"), [collection.id])
         old = conn.execute(load_sql("lock_document"), [collection.id, record.external_id]).fetchone()
         if old is not None and old[1] == record.content_hash:
             return "unchanged"
@@ -72,6 +71,7 @@ def write_document(
 
 def delete_document(conn: psycopg.Connection, collection: Collection, external_id: str) -> bool:
     with conn.transaction():
+        conn.execute(load_sql("lock_collection_writes"), [collection.id])
         row = conn.execute(load_sql("delete_document"), [collection.id, external_id]).fetchone()
     return row is not None
 

@@ -1,0 +1,24 @@
+-- BM25 statistics against a full recount from the sentences: one row per collection with the
+-- number of mismatches in each table (all zeros = consistent).
+WITH recount_stats AS (
+    SELECT collection_id, count(*) AS n, coalesce(sum(bm25_length), 0) AS len
+    FROM windowrag.sentences GROUP BY collection_id
+), recount_terms AS (
+    SELECT s.collection_id, u.lexeme, count(*) AS df
+    FROM windowrag.sentences s, unnest(s.tsv) u GROUP BY 1, 2
+), recount_postings AS (
+    SELECT s.collection_id, u.lexeme, s.id AS sentence_id, cardinality(u.positions) AS tf, s.bm25_length
+    FROM windowrag.sentences s, unnest(s.tsv) u
+)
+SELECT c.name,
+       (SELECT count(*) FROM recount_stats r FULL JOIN windowrag.bm25_stats b USING (collection_id)
+         WHERE coalesce(r.collection_id, b.collection_id) = c.id
+           AND (r.n IS DISTINCT FROM b.n_sentences OR r.len IS DISTINCT FROM b.total_length)
+           AND coalesce(b.n_sentences, 0) + coalesce(r.n, 0) > 0) AS stats_mismatches,
+       (SELECT count(*) FROM recount_terms r FULL JOIN windowrag.bm25_terms t USING (collection_id, lexeme)
+         WHERE coalesce(r.collection_id, t.collection_id) = c.id AND r.df IS DISTINCT FROM t.df) AS term_mismatches,
+       (SELECT count(*) FROM recount_postings r FULL JOIN windowrag.bm25_postings p USING (collection_id, lexeme, sentence_id)
+         WHERE coalesce(r.collection_id, p.collection_id) = c.id
+           AND (r.tf IS DISTINCT FROM p.tf OR r.bm25_length IS DISTINCT FROM p.doc_length)) AS posting_mismatches
+FROM windowrag.collections c
+ORDER BY c.name

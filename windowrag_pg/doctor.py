@@ -1,0 +1,109 @@
+"""`windowrag doctor`: check the server, pgvector, the schema, the indexes and the BM25 statistics,
+and say what to fix."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+from .db import connection as db
+from .db.sqlfiles import load_sql
+from .store.collections import Collection, collection_index_name, get_collection
+
+
+# Below this many sentences the planner rightly prefers an exact scan to the HNSW index.
+SMALL_COLLECTION = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def run_checks(conn: psycopg.Connection) -> list[Check]:
+    checks = [_server(conn), _pgvector(conn), _migrations(conn)]
+    checks += _indexes(conn)
+    checks += _bm25(conn)
+    return checks
+
+
+def _server(conn) -> Check:
+    version = conn.info.server_version
+    ok = version >= db.MIN_SERVER_VERSION
+    return Check("server", ok, f"PostgreSQL {version // 10000}.{version % 10000}",
+                 "" if ok else "upgrade to PostgreSQL 14 or newer")
+
+
+def _pgvector(conn) -> Check:
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    if row is None:
+        return Check("pgvector", False, "extension not installed", "CREATE EXTENSION vector (pgvector ≥ 0.8)")
+    ok = db._version_tuple(row[0]) >= db.MIN_PGVECTOR
+    return Check("pgvector", ok, f"pgvector {row[0]}", "" if ok else "ALTER EXTENSION vector UPDATE (needs ≥ 0.8)")
+
+
+def _migrations(conn) -> Check:
+    current, head = db.current_revision(conn), db.head_revision()
+    ok = current == head
+    return Check("migrations", ok, f"at {current}, head {head}", "" if ok else "run: alembic -c migrations/alembic.ini upgrade head")
+
+
+def _indexes(conn) -> list[Check]:
+    cur = conn.execute(load_sql("doctor_indexes"))
+    rows = cur.fetchall()
+    invalid = [r[0] for r in rows if not (r[2] and r[3])]
+    checks = [Check("indexes valid", not invalid, f"{len(rows)} indexes" + (f"; invalid: {', '.join(invalid)}" if invalid else ""),
+                    "REINDEX INDEX CONCURRENTLY <name> for each invalid index" if invalid else "")]
+    names = {r[0] for r in rows}
+    for (name,) in conn.execute("SELECT name FROM windowrag.collections ORDER BY name").fetchall():
+        collection = get_collection(conn, name)
+        index = f"windowrag.{collection_index_name(collection)}"
+        if index not in names:
+            checks.append(Check(f"HNSW index of {name!r}", False, "missing",
+                                "re-run any ingest into the collection, or windowrag_pg.store.collections.ensure_collection_index"))
+            continue
+        checks.append(_dense_plan(conn, collection, index))
+        checks.append(_bm25_plan(conn, collection))
+    return checks
+
+
+def _dense_plan(conn, collection: Collection, index: str) -> Check:
+    probe = sql.Literal("[" + ",".join(["0"] * (collection.dimension - 1) + ["1"]) + "]")
+    statement = sql.SQL(load_sql("doctor_explain_dense")).format(
+        collection_id=sql.Literal(collection.id), dimension=sql.Literal(collection.dimension), probe=probe)
+    plan = json.dumps(conn.execute(statement).fetchone()[0])
+    used = index.split(".", 1)[1] in plan
+    size = conn.execute("SELECT coalesce((SELECT n_sentences FROM windowrag.bm25_stats WHERE collection_id = %s), 0)",
+                        [collection.id]).fetchone()[0]
+    if not used and size < SMALL_COLLECTION:
+        return Check(f"HNSW used for {collection.name!r}", True,
+                     f"{size} sentences: an exact scan is planned, which is right at this size")
+    return Check(f"HNSW used for {collection.name!r}", used, "index scan" if used else "sequential scan planned",
+                 "" if used else "ANALYZE windowrag.sentences; check that the collection's index is valid")
+
+
+def _bm25_plan(conn, collection: Collection) -> Check:
+    row = conn.execute("SELECT lexeme FROM windowrag.bm25_terms WHERE collection_id = %s ORDER BY df DESC LIMIT 1",
+                       [collection.id]).fetchone()
+    if row is None:
+        return Check(f"BM25 postings index for {collection.name!r}", True, "collection is empty")
+    plan = json.dumps(conn.execute(load_sql("doctor_explain_bm25"), {"collection_id": collection.id, "lexeme": row[0]}).fetchone()[0])
+    used = "bm25_postings_impact" in plan
+    return Check(f"BM25 postings index for {collection.name!r}", used, "impact-ordered index scan" if used else "not used",
+                 "" if used else "ANALYZE windowrag.bm25_postings")
+
+
+def _bm25(conn) -> list[Check]:
+    checks = []
+    for name, stats, terms, postings in conn.execute(load_sql("bm25_consistency")).fetchall():
+        ok = stats == terms == postings == 0
+        checks.append(Check(f"BM25 statistics of {name!r}", ok,
+                            "consistent with a full recount" if ok else
+                            f"mismatches: stats {stats}, terms {terms}, postings {postings}",
+                            "" if ok else "re-ingest the collection (statistics are rebuilt with the rows)"))
+    return checks
