@@ -1,0 +1,40 @@
+"""Embedders: sentences to unit vectors.
+
+``get_embedder()`` gives the offline default (BGE small English v1.5, INT8 ONNX);
+any other name is loaded with sentence-transformers (optional 'hf' extra).
+"""
+from __future__ import annotations
+
+from windowrag_pg.embed.base import BGE_QUERY_INSTRUCTION, Embedder, EmbeddingError, MissingExtraError
+
+DEFAULT_EMBEDDER = "bge-small-en"
+DEFAULT_EMBEDDER_MODEL_ID = "onnx:bge-small-en-v1.5-int8"  # = onnx_bge.DEFAULT_MODEL_ID, without importing it
+SENTENCE_TRANSFORMERS_PREFIX = "st:"
+
+__all__ = [
+    "BGE_QUERY_INSTRUCTION",
+    "DEFAULT_EMBEDDER",
+    "Embedder",
+    "EmbeddingError",
+    "MissingExtraError",
+    "get_embedder",
+]
+
+
+def get_embedder(name: str | None = None, **options) -> Embedder:
+    """The embedder called ``name``, built with ``options`` (keyword arguments of its class).
+
+    ``None`` or ``"bge-small-en"``: ``OnnxBgeEmbedder`` (no network, no torch).
+    Anything else: ``SentenceTransformerEmbedder`` with that Hugging Face name or local folder.
+    A ``model_id`` read back from a collection (``"onnx:bge-small-en-v1.5-int8"``,
+    ``"st:NAME"``) names the same embedder again.
+    """
+    if name is None or name in (DEFAULT_EMBEDDER, DEFAULT_EMBEDDER_MODEL_ID):
+        from windowrag_pg.embed.onnx_bge import OnnxBgeEmbedder
+
+        return OnnxBgeEmbedder(**options)
+    if not isinstance(name, str) or not name.strip():
+        raise EmbeddingError(f"embedder name must be a non-empty string, got {name!r}")
+    from windowrag_pg.embed.sentence_transformers import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(name.removeprefix(SENTENCE_TRANSFORMERS_PREFIX), **options)
