@@ -23,6 +23,15 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, RuntimeError, LookupError) as exc:  # our errors carry readable messages
         print(f"windowrag: error: {exc}", file=sys.stderr)
         return 1
+    except Exception as exc:
+        import psycopg
+
+        if not isinstance(exc, psycopg.Error):
+            raise
+        diag = getattr(exc, "diag", None)
+        message = (diag.message_primary if diag is not None and diag.message_primary else str(exc)).strip()
+        print(f"windowrag: database error: {message}", file=sys.stderr)
+        return 1
 
 
 def build_parser() -> argparse.ArgumentParser:

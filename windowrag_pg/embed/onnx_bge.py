@@ -84,6 +84,10 @@ class OnnxBgeEmbedder(Embedder):
         encodings = self._counting_tokenizer.encode_batch_fast(checked, add_special_tokens=False)
         return [len(encoding.ids) for encoding in encodings]
 
+    def token_offsets(self, text: str) -> list[tuple[int, int]]:
+        """Character (start, end) of each token of TEXT, special tokens excluded (for chunking)."""
+        return list(self._counting_tokenizer.encode(text, add_special_tokens=False).offsets)
+
     def _embed(self, texts: list[str], *, batch_size: int, progress: ProgressCallback | None) -> np.ndarray:
         distinct, inverse = unique_texts(texts)
         copies_per_distinct = np.bincount(inverse, minlength=len(distinct))
