@@ -30,7 +30,9 @@ $$;
 
 -- Okapi BM25: score(s) = Σ_t idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·|s|/avgdl)),
 -- idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5))   (the non-negative form used by Lucene).
--- Query terms are OR-ed and counted once. Without a document filter, candidates are the
+-- Query terms are OR-ed and counted once. Scores are rounded to 1e-9: a float sum depends on
+-- the order of its terms (which the plan decides), and equal scores must compare equal so that
+-- the tie-break (sentence id) makes the ranking deterministic. Without a document filter, candidates are the
 -- per_term_limit strongest postings of each query term (impact order); every candidate is then
 -- scored exactly. With a filter, every matching sentence of those documents is scored (GIN).
 CREATE OR REPLACE FUNCTION windowrag.bm25_search(
@@ -70,7 +72,7 @@ BEGIN
                 LIMIT per_term_limit) top
         ), scored AS (
             SELECT c.sentence_id,
-                   sum(q.idf * windowrag.bm25_term_weight(p.tf, p.doc_length, avg_length, k1, b)) AS score
+                   round(sum(q.idf * windowrag.bm25_term_weight(p.tf, p.doc_length, avg_length, k1, b))::numeric, 9)::float8 AS score
             FROM candidates c
             CROSS JOIN q
             JOIN windowrag.bm25_postings p
@@ -95,7 +97,7 @@ BEGIN
               AND s.tsv @@ replace(plainto_tsquery(config, query_text)::text, ' & ', ' | ')::tsquery
         ), scored AS (
             SELECT m.id AS sentence_id,
-                   sum(q.idf * windowrag.bm25_term_weight(cardinality(u.positions), m.bm25_length, avg_length, k1, b)) AS score
+                   round(sum(q.idf * windowrag.bm25_term_weight(cardinality(u.positions), m.bm25_length, avg_length, k1, b))::numeric, 9)::float8 AS score
             FROM matching m
             CROSS JOIN LATERAL unnest(m.tsv) u
             JOIN q ON q.lexeme = u.lexeme
