@@ -175,13 +175,15 @@ def cmd_query(args) -> int:
 def _print_contexts(result) -> None:
     from rich.console import Console
     from rich.panel import Panel
+    from rich.text import Text
 
     console = Console()
     if not result.contexts:
         console.print("no context found")
     for number, context in enumerate(result.contexts, start=1):
-        title = f"[{number}] {context.citation.label()} — score {context.score:.3f}"
-        console.print(Panel(context.text, title=title, title_align="left"))
+        # Text(), not markup: document text and ids may hold [brackets]
+        title = Text(f"[{number}] {context.citation.label()} — score {context.score:.3f}")
+        console.print(Panel(Text(context.text), title=title, title_align="left"))
 
 
 def cmd_delete(args) -> int:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -14,7 +15,7 @@ def print_trace(result, console: Console | None = None) -> None:
     for window in trace["retrieval"]:
         hits = ", ".join(f"{h['sentence_ordinal']}: {h['dense_rank'] or '–'}/{h['bm25_rank'] or '–'}"
                          for h in window["hits"])
-        retrieval.add_row(str(window["rank"] + 1), window["document_id"], " › ".join(window["section_path"]),
+        retrieval.add_row(str(window["rank"] + 1), escape(window["document_id"]), escape(" › ".join(window["section_path"])),
                           f"{window['first_ordinal']}–{window['last_ordinal']}", f"{window['rrf_score']:.4f}",
                           hits + (f"  (merged {window['merged_hits']})" if window["merged_hits"] > 1 else ""))
     console.print(retrieval)
@@ -23,7 +24,7 @@ def print_trace(result, console: Console | None = None) -> None:
         for column in ("new #", "was #", "document", "first sentence", "score"):
             rerank.add_column(column)
         for position, row in enumerate(trace["rerank"], start=1):
-            rerank.add_row(str(position), str(row["retrieval_rank"] + 1), row["document_id"],
+            rerank.add_row(str(position), str(row["retrieval_rank"] + 1), escape(row["document_id"]),
                            str(row["first_ordinal"]), f"{row['score']:.3f}")
         console.print(rerank)
     if trace.get("rse"):
@@ -31,14 +32,14 @@ def print_trace(result, console: Console | None = None) -> None:
         for column in ("segment", "document", "sentences", "value"):
             rse.add_column(column)
         for position, row in enumerate(trace["rse"]["segments"], start=1):
-            rse.add_row(str(position), row["document_id"], f"{row['first_ordinal']}–{row['last_ordinal']}",
+            rse.add_row(str(position), escape(row["document_id"]), f"{row['first_ordinal']}–{row['last_ordinal']}",
                         f"{row['value']:.3f}")
         console.print(rse)
     sent = Table(title="4. Contexts sent", title_justify="left")
     for column in ("#", "document", "sentences", "tokens", "score"):
         sent.add_column(column)
     for position, row in enumerate(trace["contexts"], start=1):
-        sent.add_row(str(position), row["document_id"], f"{row['first_ordinal']}–{row['last_ordinal']}",
+        sent.add_row(str(position), escape(row["document_id"]), f"{row['first_ordinal']}–{row['last_ordinal']}",
                      str(row["tokens"]), f"{row['score']:.3f}")
     console.print(sent)
     timings = "  ".join(f"{stage} {ms:.1f} ms" for stage, ms in trace["timings_ms"].items())
