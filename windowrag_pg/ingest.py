@@ -93,6 +93,7 @@ class Ingestor:
         contextual_headers: bool = False,
         max_unit_chars: int = 2000,
         chunk_tokens: int | None = None,
+        tenant: str | None = None,
     ) -> None:
         if not conn.autocommit:
             raise ValueError("Ingestor needs an autocommit connection: each document commits on its own")
@@ -105,7 +106,7 @@ class Ingestor:
         self.collection: Collection = ensure_collection(
             conn, collection, embedding_model=self.embedder.model_id,
             dimension=self.embedder.dimension, contextual_headers=contextual_headers,
-            unit="chunk" if chunk_tokens else "sentence", chunk_tokens=chunk_tokens,
+            unit="chunk" if chunk_tokens else "sentence", chunk_tokens=chunk_tokens, tenant=tenant,
         )
 
     def ingest(

@@ -41,14 +41,24 @@ def ensure_collection(
     contextual_headers: bool = False,
     unit: str = "sentence",
     chunk_tokens: int | None = None,
+    tenant: str | None = None,
 ) -> Collection:
-    """Get or create NAME; refuse a model, dimension or unit other than the collection's own."""
+    """Get or create NAME; refuse a model, dimension or unit other than the collection's own.
+
+    TENANT (docs/tenancy.md): a new collection is created in it ('default' when None); an
+    existing one must belong to it (any tenant when None). A tenant role sees only its tenants'
+    collections, so for it another tenant's collection "does not exist".
+    """
     conn.execute(
-        "INSERT INTO windowrag.collections (name, embedding_model, dimension, contextual_headers, unit, chunk_tokens)"
-        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING",
-        [name, embedding_model, dimension, contextual_headers, unit, chunk_tokens],
+        "INSERT INTO windowrag.collections (name, embedding_model, dimension, contextual_headers, unit, chunk_tokens, tenant)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING",
+        [name, embedding_model, dimension, contextual_headers, unit, chunk_tokens, tenant or "default"],
     )
     collection = get_collection(conn, name)
+    if tenant is not None:
+        owner = conn.execute("SELECT tenant FROM windowrag.collections WHERE id = %s", [collection.id]).fetchone()[0]
+        if owner != tenant:
+            raise CollectionError(f"collection {name!r} belongs to tenant {owner!r}, not {tenant!r}")
     if (collection.embedding_model, collection.dimension) != (embedding_model, dimension):
         raise CollectionError(
             f"collection {name!r} holds vectors of model {collection.embedding_model!r} "
@@ -74,12 +84,23 @@ def collection_index_name(collection: Collection) -> str:
 
 
 def ensure_collection_index(conn: psycopg.Connection, collection: Collection) -> None:
+    name = collection_index_name(collection)
+    # CREATE INDEX IF NOT EXISTS needs ownership of windowrag.sentences even when the index
+    # exists: look first, so that tenant roles (docs/tenancy.md) can open existing collections.
+    if conn.execute("SELECT to_regclass(%s)", [f"windowrag.{name}"]).fetchone()[0] is not None:
+        return
     statement = sql.SQL(load_sql("collection_index")).format(
-        index_name=sql.Identifier(collection_index_name(collection)),
+        index_name=sql.Identifier(name),
         dimension=sql.Literal(collection.dimension),
         collection_id=sql.Literal(collection.id),
     )
-    conn.execute(statement)
+    try:
+        conn.execute(statement)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise CollectionError(
+            f"collection {collection.name!r} has no vector index yet and this role may not create one: "
+            "create the collection with the schema owner's connection first (docs/tenancy.md)"
+        ) from exc
 
 
 def list_collection_stats(conn: psycopg.Connection) -> list[dict]:

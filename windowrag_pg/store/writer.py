@@ -82,13 +82,14 @@ def _copy_sections(conn: psycopg.Connection, document_id: int, parsed: ParsedDoc
     for ordinal, unit in enumerate(units):
         first.setdefault(unit.section_ordinal, ordinal)
         last[unit.section_ordinal] = ordinal
-    with conn.cursor().copy(load_sql("copy_sections")) as copy:
+    conn.execute(load_sql("stage_sections"))
+    with conn.cursor().copy(load_sql("copy_stage_sections")) as copy:
         for section in parsed.sections:
             copy.write_row((
-                document_id, section.ordinal, list(section.heading_path), section.level,
-                section.start_char, section.end_char,
-                first.get(section.ordinal), last.get(section.ordinal),
+                section.ordinal, list(section.heading_path), section.level, section.start_char,
+                section.end_char, first.get(section.ordinal), last.get(section.ordinal),
             ))
+    conn.execute(load_sql("insert_staged_sections"), {"document_id": document_id})
 
 
 def _copy_sentences(

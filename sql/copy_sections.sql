@@ -1,2 +1,0 @@
-COPY windowrag.sections (document_id, ordinal, heading_path, level, start_char, end_char,
-                         first_sentence, last_sentence) FROM STDIN

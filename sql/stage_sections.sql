@@ -1,0 +1,12 @@
+-- Sections of one document arrive here by COPY, then go to windowrag.sections with one
+-- INSERT ... SELECT. (COPY straight into windowrag.sections would be refused for tenant roles:
+-- PostgreSQL does not allow COPY FROM into a table with row-level security, sql/tenancy.sql.)
+CREATE TEMP TABLE IF NOT EXISTS windowrag_stage_sections (
+    ordinal        integer NOT NULL,
+    heading_path   text[] NOT NULL,
+    level          smallint NOT NULL,
+    start_char     integer NOT NULL,
+    end_char       integer NOT NULL,
+    first_sentence integer,
+    last_sentence  integer
+) ON COMMIT DELETE ROWS
