@@ -17,7 +17,7 @@ from .embed import get_embedder
 from .embed.base import Embedder, EmbeddingError
 from .parse import ParseError, parse_document, parse_pdf
 from .parse.types import ParsedDocument, Unit
-from .sources import SourceDocument, SourceError
+from .sources import SourceDocument, SourceError, check_source
 from .split.sentences import split_units
 from .store.collections import Collection, ensure_collection
 from .store.writer import DocumentRecord, existing_hash, write_document
@@ -148,6 +148,7 @@ class Ingestor:
         return split_units(parsed, max_unit_chars=self.max_unit_chars)
 
     def ingest_one(self, source: SourceDocument, *, report: IngestReport | None = None) -> tuple[str, int, int]:
+        check_source(source)  # fields Postgres cannot store, metadata that is not plain JSON
         digest = content_hash(source)
         if existing_hash(self.conn, self.collection, source.external_id) == digest:
             return "unchanged", 0, 0

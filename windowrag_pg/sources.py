@@ -3,17 +3,26 @@
 Yields one SourceDocument per document, or a SourceError naming the file (and line) and the
 problem, so that a bad input never stops the rest of the batch. Decoding and format checks
 happen here; parsing happens in windowrag_pg.parse.
+
+``check_source`` checks a SourceDocument built by a caller (the Python API) the way JSON lines
+are checked here: the fields Postgres stores must be strings it can hold (no NUL, no lone
+surrogates) and the metadata plain, finite, not too deeply nested JSON.
 """
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .parse import ParseError, decode_text, detect_format
+from .parse import ParseError, check_document_size, decode_text, detect_format
 
 FILE_FORMATS = ("text", "markdown", "html", "pdf")
+RECORD_FORMATS = ("text", "markdown", "html")
+# Deeper metadata is refused: filters address it by key paths, and deep JSON runs into
+# recursion limits (Python's json, psycopg's Jsonb) long before Postgres' own.
+MAX_METADATA_DEPTH = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +40,10 @@ class SourceDocument:
 class SourceError:
     name: str  # file, or file:line
     message: str
+
+
+class SourceCheckError(ValueError):
+    """A SourceDocument whose fields cannot be stored; the message names the field."""
 
 
 def iter_sources(paths: Iterable[str | Path]) -> Iterator[SourceDocument | SourceError]:
@@ -51,13 +64,18 @@ def _read_file(path: Path, *, external_id: str) -> Iterator[SourceDocument | Sou
     except ParseError as exc:
         yield SourceError(str(path), str(exc))
         return
+    if fmt == "jsonl":  # many documents: read line by line, each record is checked on its own
+        yield from _read_jsonl(path)
+        return
     try:
+        # Before reading: a huge file is refused without loading it into memory.
+        check_document_size(path.stat().st_size, "file")
         data = path.read_bytes()
+    except ParseError as exc:
+        yield SourceError(str(path), str(exc))
+        return
     except OSError as exc:
         yield SourceError(str(path), f"cannot read: {exc.strerror or exc}")
-        return
-    if fmt == "jsonl":
-        yield from _read_jsonl(path, data)
         return
     if fmt == "pdf":
         yield SourceDocument(external_id=external_id, format="pdf", data=data, title=path.stem, source=str(path))
@@ -70,42 +88,144 @@ def _read_file(path: Path, *, external_id: str) -> Iterator[SourceDocument | Sou
     yield SourceDocument(external_id=external_id, format=fmt, text=text, title=None, source=str(path))
 
 
-def _read_jsonl(path: Path, data: bytes) -> Iterator[SourceDocument | SourceError]:
-    for number, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        name = f"{path}:{number}"
-        try:
-            record = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            yield SourceError(name, f"not a JSON object: {exc}")
-            continue
-        problem = _check_record(record)
-        if problem:
-            yield SourceError(name, problem)
-            continue
-        yield SourceDocument(
-            external_id=str(record["id"]),
-            format=record.get("format") or "text",
-            title=record.get("title"),
-            text=record["text"],
-            source=record.get("source") or str(path),
-            metadata=record.get("metadata") or {},
-        )
+def _read_jsonl(path: Path) -> Iterator[SourceDocument | SourceError]:
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        yield SourceError(str(path), f"cannot read: {exc.strerror or exc}")
+        return
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if number == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]  # a UTF-8 byte order mark
+            if not line.strip():
+                continue
+            name = f"{path}:{number}"
+            try:
+                record = json.loads(line, parse_constant=_refuse_constant)
+            except UnicodeDecodeError as exc:
+                yield SourceError(name, f"not a JSON object: invalid UTF-8 at byte offset {exc.start} ({exc.reason})")
+                continue
+            except RecursionError:
+                yield SourceError(name, "not a JSON object: nested too deeply to read")
+                continue
+            except ValueError as exc:  # JSONDecodeError, NaN/Infinity, integers of > 4300 digits
+                message = str(exc)
+                if "integer string conversion" in message:
+                    message = f"a number has too many digits ({message.split(': ', 1)[-1].split(';')[0]})"
+                yield SourceError(name, f"not a JSON object: {message}")
+                continue
+            problem = _check_record(record)
+            if problem:
+                yield SourceError(name, problem)
+                continue
+            document = SourceDocument(
+                external_id=str(record["id"]),
+                format=record.get("format") or "text",
+                title=record.get("title"),
+                text=record["text"],
+                source=record.get("source") or str(path),
+                metadata=record.get("metadata") or {},
+            )
+            try:
+                check_source(document)
+            except SourceCheckError as exc:
+                yield SourceError(name, str(exc))
+                continue
+            yield document
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON value (only finite numbers are)")
 
 
 def _check_record(record: object) -> str | None:
     if not isinstance(record, dict):
         return "not a JSON object"
-    if not isinstance(record.get("id"), (str, int)) or str(record.get("id")) == "":
-        return "missing or empty 'id'"
+    record_id = record.get("id")
+    if isinstance(record_id, bool) or not isinstance(record_id, (str, int)) or str(record_id) == "":
+        return "missing or empty 'id' (a string or an integer)"
     if not isinstance(record.get("text"), str):
         return "missing 'text' (a string)"
     fmt = record.get("format") or "text"
-    if fmt not in ("text", "markdown", "html"):
+    if fmt not in RECORD_FORMATS:
         return f"unknown format {fmt!r} (expected text, markdown or html)"
-    if record.get("title") is not None and not isinstance(record["title"], str):
-        return "'title' must be a string"
+    for key in ("title", "source"):
+        if record.get(key) is not None and not isinstance(record[key], str):
+            return f"'{key}' must be a string"
     if record.get("metadata") is not None and not isinstance(record["metadata"], dict):
         return "'metadata' must be a JSON object"
     return None
+
+
+def check_source(source: SourceDocument) -> None:
+    """Raise SourceCheckError when a field of ``source`` cannot be stored as it is.
+
+    The text itself is checked by the parser (windowrag_pg.parse.check_text); this checks the
+    rest: external_id, format, title, source and metadata.
+    """
+    if not isinstance(source.external_id, str) or not source.external_id:
+        raise SourceCheckError(f"external_id must be a non-empty string, got {source.external_id!r}")
+    _check_string("external_id", source.external_id)
+    if source.format not in FILE_FORMATS:
+        raise SourceCheckError(f"unknown format {source.format!r} (expected one of {', '.join(FILE_FORMATS)})")
+    if source.format == "pdf":
+        if not isinstance(source.data, (bytes, bytearray)):
+            raise SourceCheckError(f"a pdf document needs its bytes in 'data', got {type(source.data).__name__}")
+    elif source.text is not None and not isinstance(source.text, str):
+        raise SourceCheckError(f"text must be a string, got {type(source.text).__name__}")
+    for name in ("title", "source"):
+        value = getattr(source, name)
+        if value is not None:
+            if not isinstance(value, str):
+                raise SourceCheckError(f"{name} must be a string, got {type(value).__name__}")
+            _check_string(name, value)
+    check_metadata(source.metadata)
+
+
+def check_metadata(metadata: object) -> None:
+    """Metadata must be a JSON object of strings, finite numbers, booleans, nulls, lists, objects."""
+    if not isinstance(metadata, dict):
+        raise SourceCheckError(f"metadata must be a JSON object (dict), got {type(metadata).__name__}")
+    # Iterative walk: hostile metadata can be nested deeper than Python's recursion limit.
+    stack: list[tuple[object, str, int]] = [(metadata, "metadata", 1)]
+    while stack:
+        value, where, depth = stack.pop()
+        if isinstance(value, dict):
+            if depth > MAX_METADATA_DEPTH:
+                raise SourceCheckError(f"metadata is nested deeper than {MAX_METADATA_DEPTH} levels (at {_short(where)})")
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise SourceCheckError(f"{_short(where)}: key {key!r} is not a string")
+                _check_string(f"{_short(where)}: key", key)
+                stack.append((item, f"{where}.{key}", depth + 1))
+        elif isinstance(value, list):
+            if depth > MAX_METADATA_DEPTH:
+                raise SourceCheckError(f"metadata is nested deeper than {MAX_METADATA_DEPTH} levels (at {_short(where)})")
+            stack.extend((item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value))
+        elif isinstance(value, str):
+            _check_string(_short(where), value)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise SourceCheckError(f"{_short(where)}: {value} is not a JSON number (only finite numbers are)")
+        elif value is not None and not isinstance(value, (bool, int)):
+            raise SourceCheckError(
+                f"{_short(where)}: a {type(value).__name__} is not a JSON value "
+                "(use strings, numbers, booleans, null, lists and objects)"
+            )
+
+
+def _check_string(name: str, value: str) -> None:
+    nul_at = value.find("\x00")
+    if nul_at >= 0:
+        raise SourceCheckError(f"{name} contains a NUL character at offset {nul_at} (Postgres text cannot store it)")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise SourceCheckError(
+            f"{name} contains a lone surrogate at offset {error.start} (not valid Unicode text)"
+        ) from None
+
+
+def _short(where: str, limit: int = 80) -> str:
+    return where if len(where) <= limit else f"{where[: limit // 2]}…{where[-limit // 2:]}"

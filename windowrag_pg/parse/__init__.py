@@ -16,6 +16,7 @@ have no usable source offsets, so their parsers build a plain text from the bloc
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -24,7 +25,9 @@ from windowrag_pg.parse.types import Block, ParsedDocument, Section, Unit
 
 __all__ = [
     "Block",
+    "DEFAULT_MAX_DOCUMENT_BYTES",
     "HeadingMark",
+    "MAX_DOCUMENT_BYTES_ENV",
     "ParsedDocument",
     "ParseError",
     "Section",
@@ -32,6 +35,8 @@ __all__ = [
     "Unit",
     "decode_text",
     "detect_format",
+    "has_visible_text",
+    "max_document_bytes",
     "parse_document",
     "parse_pdf",
 ]
@@ -53,6 +58,22 @@ _FORMAT_BY_SUFFIX = {
 _JUNK_CONTROL_RE = re.compile(r"[\x01-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 # A text file with more than this share of junk control characters is taken for binary data.
 _MAX_JUNK_CONTROL_SHARE = 0.02
+# Characters that show nothing: Unicode format characters (category Cf: zero-width spaces and
+# joiners, bidirectional marks and overrides, BOM, soft hyphen, tag characters) and variation
+# selectors. A document made only of these and whitespace is empty.
+_INVISIBLE = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180b-\u180f\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufe00-\ufe0f\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f\U000e0100-\U000e01ef"
+)
+_VISIBLE_RE = re.compile(f"[^\\s{_INVISIBLE}]")
+
+# Documents larger than this (UTF-8 bytes of the text, or bytes of a file or PDF) are refused:
+# 20 MB of text is ~250,000 sentences, hours of embedding on a CPU. Parsing and splitting scale
+# linearly (50 MB: ~20 s for text, ~30 s for Markdown), embedding is what makes it unreasonable.
+DEFAULT_MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
+MAX_DOCUMENT_BYTES_ENV = "WINDOWRAG_MAX_DOCUMENT_BYTES"
 
 
 class ParseError(ValueError):
@@ -70,6 +91,35 @@ def detect_format(path: str | PurePath) -> str:
         raise ParseError(
             f"cannot tell the format of {str(path)!r}: unknown suffix {shown} (known: {known})"
         ) from None
+
+
+def max_document_bytes() -> int:
+    """The largest document accepted, in bytes: $WINDOWRAG_MAX_DOCUMENT_BYTES or 20 MiB."""
+    raw = os.environ.get(MAX_DOCUMENT_BYTES_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_DOCUMENT_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ParseError(f"{MAX_DOCUMENT_BYTES_ENV}={raw!r} is not a positive whole number of bytes")
+    return value
+
+
+def has_visible_text(text: str) -> bool:
+    """True when ``text`` holds a character other than whitespace and invisible format characters."""
+    return _VISIBLE_RE.search(text) is not None
+
+
+def check_document_size(size: int, what: str = "document") -> None:
+    """Refuse a document of ``size`` bytes when it exceeds ``max_document_bytes()``."""
+    limit = max_document_bytes()
+    if size > limit:
+        raise ParseError(
+            f"{what} is too large: {size:,} bytes, the limit is {limit:,} bytes "
+            f"(set {MAX_DOCUMENT_BYTES_ENV} to raise it)"
+        )
 
 
 def decode_text(data: bytes, name: str) -> str:
@@ -101,6 +151,14 @@ def check_text(text: object) -> str:
         raise ParseError("empty document: the text has no characters")
     if text.isspace():
         raise ParseError("empty document: the text contains only whitespace")
+    # Characters are at most 4 UTF-8 bytes: count bytes only when the limit could be reached.
+    if len(text) * 4 > max_document_bytes():
+        check_document_size(len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass")))
+    if not has_visible_text(text):
+        raise ParseError(
+            "empty document: the text contains only whitespace and invisible characters "
+            "(zero-width spaces, joiners, direction marks)"
+        )
     nul_at = text.find("\x00")
     if nul_at >= 0:
         raise ParseError(
@@ -195,4 +253,6 @@ def parse_pdf(data: bytes, *, title: str | None = None) -> ParsedDocument:
     """Parse PDF bytes; raises ParseError("unreadable PDF: ...") when no text can be extracted."""
     from windowrag_pg.parse.pdf import parse_pdf_bytes
 
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        check_document_size(len(data), "PDF")
     return parse_pdf_bytes(data, title=title)

@@ -14,6 +14,9 @@ content locates the exact start inside the first line (after ``#``, ``-``, ``1.`
 - Fenced code keeps only the lines between the fences; indented code keeps its lines.
 - YAML front matter (``---`` ... ``---`` at the very top) is not content: its lines are blanked
   before parsing (line numbers stay the same) and produce no blocks.
+- Containers nested deeper than markdown-it's ``maxNesting`` (20 levels of blockquotes / lists)
+  are skipped by markdown-it without a trace; their lines are kept here as plain paragraph
+  blocks, one per line, without the container markers, so that no text is silently lost.
 """
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ _NEWLINE_RE = re.compile(r"\r\n?|\n")
 # Blockquote markers at the start of a table row line inside a blockquote ("> > | a | b |").
 _QUOTE_MARKERS_RE = re.compile(r"[ \t]*(?:>[ \t]?)+")
 _FRONT_MATTER_CLOSERS = ("---", "...")
+# Container markers at the start of a line: blockquote ">", bullets, ordered list numbers.
+_CONTAINER_MARKERS_RE = re.compile(r"(?:[ \t]*(?:>|[-*+](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$)))*[ \t]*")
 
 # Block structure only: inline parsing is most of markdown-it's time and only headings need it,
 # so they are parsed on demand by a second parser (with the link references of the first).
@@ -71,6 +76,8 @@ def parse_markdown(text: str, *, title: str | None = None) -> ParsedDocument:
         kind = token.type
         if kind in ("list_item_open", "blockquote_open"):
             containers.append(kind.removesuffix("_open"))
+            if _skipped_for_nesting(tokens, index):
+                items.extend(_skipped_lines(text, lines, token))
         elif kind in ("list_item_close", "blockquote_close"):
             containers.pop()
         elif kind == "heading_open" and token.map:
@@ -119,6 +126,32 @@ def _plain_text(children: list[Token]) -> str:
         elif child.type == "image":
             parts.append(_plain_text(child.children or []))  # the alt text
     return "".join(parts)
+
+
+def _skipped_for_nesting(tokens: list[Token], index: int) -> bool:
+    """True when markdown-it dropped this container's content for exceeding ``maxNesting``.
+
+    markdown-it stops tokenizing a container's lines once the nesting level reaches the limit:
+    the container opens and closes at once, with a line map over text it never looked at.
+    """
+    token = tokens[index]
+    return (
+        token.map is not None
+        and token.level + 1 >= _BLOCK_PARSER.options["maxNesting"]
+        and index + 1 < len(tokens)
+        and tokens[index + 1].type == token.type.replace("_open", "_close")
+    )
+
+
+def _skipped_lines(text: str, lines: LineTable, container: Token) -> list[Block]:
+    """One paragraph block per non-blank line of a skipped container, markers removed."""
+    blocks: list[Block] = []
+    first_line, end_line = container.map
+    for line in range(first_line, min(end_line, len(lines))):
+        start, end = lines.start(line), lines.end(line)
+        markers = _CONTAINER_MARKERS_RE.match(text, start, end)
+        blocks.extend(_block("paragraph", text, (markers.end() if markers else start, end)))
+    return blocks
 
 
 def _without_front_matter(text: str, lines: LineTable) -> str:

@@ -11,6 +11,7 @@ so nothing a caller passes reaches the SQL text. Conditions are AND-ed.
 """
 from __future__ import annotations
 
+import math
 import re
 from datetime import date, datetime
 from typing import Any
@@ -24,6 +25,7 @@ DATE_COLUMNS = {"created_at", "updated_at"}
 RANGE_OPERATORS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 SCALARS = (str, int, float, bool, type(None))
 MAX_IN_VALUES = 1000
+MAX_KEY_PARTS = 32
 
 
 class FilterError(ValueError):
@@ -47,6 +49,10 @@ def _compile_one(key: Any, condition: Any, alias: str, params: dict[str, Any]) -
     table = sql.Identifier(alias)
     if key.startswith("metadata."):
         path = key.split(".")[1:]
+        if len(path) > MAX_KEY_PARTS:
+            raise FilterError(
+                f"filter key {key[:60]!r}...: at most {MAX_KEY_PARTS} parts after 'metadata.', got {len(path)} parts"
+            )
         for part in path:
             if not KEY_PART.match(part):
                 raise FilterError(
@@ -124,8 +130,15 @@ def _check_scalar(key: str, value: Any) -> None:
         raise FilterError(f"filter key {key!r}: value {value!r} is not a string, number, boolean or null")
     if isinstance(value, float) and value != value:  # NaN
         raise FilterError(f"filter key {key!r}: NaN is not a value")
+    if isinstance(value, float) and math.isinf(value):
+        raise FilterError(f"filter key {key!r}: {value} is not a finite number")
     if isinstance(value, str) and "\x00" in value:
         raise FilterError(f"filter key {key!r}: value contains a NUL character")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise FilterError(f"filter key {key!r}: value contains a lone surrogate at offset {error.start}") from None
 
 
 def _check_list(key: str, value: Any) -> list:

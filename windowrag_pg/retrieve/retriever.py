@@ -17,6 +17,7 @@ from psycopg import sql
 from ..db.sqlfiles import load_sql
 from ..embed import get_embedder
 from ..embed.base import Embedder
+from ..parse import has_visible_text
 from ..store.collections import Collection, get_collection
 from .filters import compile_filters
 
@@ -194,22 +195,38 @@ def build_search_statement(collection: str, query: str, embedding: np.ndarray | 
 def check_query(query: Any) -> str:
     if not isinstance(query, str):
         raise QueryError(f"query must be a string, got {type(query).__name__}")
-    if "\x00" in query:
-        raise QueryError("query contains a NUL character")
-    if not query.strip():
-        raise QueryError("query is empty")
     if len(query) > MAX_QUERY_CHARS:
         raise QueryError(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
+    if "\x00" in query:
+        raise QueryError("query contains a NUL character")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise QueryError(f"query contains a lone surrogate at offset {error.start} (not valid Unicode text)") from None
+    if not has_visible_text(query):
+        raise QueryError("query is empty")
     return query
 
 
 def check_embedding(vector: Any, dimension: int) -> np.ndarray:
-    array = np.asarray(vector, dtype=np.float32)
+    """The query vector as unit-length float32; refuses non-numbers, wrong shapes, NaN/inf, zero.
+
+    Cosine ignores length, so scaling changes no ranking; it keeps pgvector's float32 arithmetic
+    finite for huge or tiny components (whose squares overflow or underflow).
+    """
+    try:
+        array = np.asarray(vector, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise QueryError(f"query embedding must be a sequence of numbers ({exc})") from None
     if array.ndim != 1 or array.shape[0] != dimension:
         raise QueryError(f"query embedding has shape {array.shape}; the collection needs ({dimension},)")
     if not np.all(np.isfinite(array)):
         raise QueryError("query embedding holds NaN or infinite values")
-    return array
+    largest = float(np.max(np.abs(array)))
+    if largest == 0.0:
+        raise QueryError("query embedding is all zeros: it has no direction to compare")
+    array = array / largest
+    return (array / np.linalg.norm(array)).astype(np.float32)
 
 
 def _context(row) -> Context:
