@@ -32,9 +32,13 @@ $$;
 -- idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5))   (the non-negative form used by Lucene).
 -- Query terms are OR-ed and counted once. Scores are rounded to 1e-9: a float sum depends on
 -- the order of its terms (which the plan decides), and equal scores must compare equal so that
--- the tie-break (sentence id) makes the ranking deterministic. Without a document filter, candidates are the
--- per_term_limit strongest postings of each query term (impact order); every candidate is then
--- scored exactly. With a filter, every matching sentence of those documents is scored (GIN).
+-- the tie-break (sentence id) makes the ranking deterministic.
+-- Without a document filter (top-k over the whole collection), two phases bound the work:
+-- the per_term_limit strongest postings of each query term (impact order) give each candidate a
+-- lower bound of its score; the max(10·n, 500) best candidates are then scored exactly. Returned
+-- scores are always exact; the ranking can differ from scoring every matching sentence only for
+-- sentences outside every term's strongest postings (docs/performance.md measures it).
+-- With a filter, every matching sentence of those documents is scored exactly (GIN).
 CREATE OR REPLACE FUNCTION windowrag.bm25_search(
     collection text, query_text text, n integer DEFAULT 50,
     document_ids bigint[] DEFAULT NULL,
@@ -63,21 +67,34 @@ BEGIN
             SELECT t.lexeme, ln(1 + (n_sentences - t.df + 0.5) / (t.df + 0.5)) AS idf
             FROM windowrag.bm25_terms t
             WHERE t.collection_id = cid AND t.lexeme = ANY (lexemes)
-        ), candidates AS (
-            SELECT DISTINCT top.sentence_id
+        ), top AS (
+            -- phase 1: the per_term_limit strongest postings of each term (an index-only scan of
+            -- bm25_postings_impact, which INCLUDEs tf and length) ...
+            SELECT t.sentence_id, q.idf * windowrag.bm25_term_weight(t.tf, t.doc_length, avg_length, k1, b) AS w
             FROM q CROSS JOIN LATERAL (
-                SELECT p.sentence_id FROM windowrag.bm25_postings p
+                SELECT p.sentence_id, p.tf, p.doc_length FROM windowrag.bm25_postings p
                 WHERE p.collection_id = cid AND p.lexeme = q.lexeme
                 ORDER BY p.impact DESC
-                LIMIT per_term_limit) top
+                LIMIT per_term_limit) t
+        ), shortlist AS (
+            -- ... summed into a lower bound of each candidate's score (exact when no list was
+            -- cut); the best shortlist_size candidates go on to exact scoring
+            SELECT top.sentence_id FROM top
+            GROUP BY top.sentence_id
+            ORDER BY sum(top.w) DESC, top.sentence_id
+            LIMIT greatest(10 * n, 500)
         ), scored AS (
-            SELECT c.sentence_id,
+            -- phase 2: exact scores, one primary-key probe per (candidate, term); OFFSET 0 keeps
+            -- the planner from turning the probes into a hash join over whole posting lists
+            SELECT sl.sentence_id,
                    round(sum(q.idf * windowrag.bm25_term_weight(p.tf, p.doc_length, avg_length, k1, b))::numeric, 9)::float8 AS score
-            FROM candidates c
+            FROM shortlist sl
             CROSS JOIN q
-            JOIN windowrag.bm25_postings p
-              ON p.collection_id = cid AND p.lexeme = q.lexeme AND p.sentence_id = c.sentence_id
-            GROUP BY c.sentence_id
+            CROSS JOIN LATERAL (
+                SELECT x.tf, x.doc_length FROM windowrag.bm25_postings x
+                WHERE x.collection_id = cid AND x.lexeme = q.lexeme AND x.sentence_id = sl.sentence_id
+                OFFSET 0) p
+            GROUP BY sl.sentence_id
         )
         SELECT sc.sentence_id, sc.score, (row_number() OVER (ORDER BY sc.score DESC, sc.sentence_id))::integer
         FROM scored sc
