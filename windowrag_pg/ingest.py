@@ -114,10 +114,36 @@ class Ingestor:
         sources: Iterable[SourceDocument | SourceError],
         *,
         on_document: Callable[[str, str, int], None] | None = None,
+        batch_units: int = 512,
     ) -> IngestReport:
-        """Ingest every source; errors are collected, never raised. on_document(name, status, units)."""
+        """Ingest every source; errors are collected, never raised. on_document(name, status, units).
+
+        Small documents are embedded together, BATCH_UNITS sentences at a time (full batches,
+        duplicates embedded once across documents); each document still commits on its own.
+        """
         report = IngestReport()
         started = time.perf_counter()
+        pending: list[_Prepared] = []
+
+        def fail(name: str, exc: Exception) -> None:
+            report.errors.append(SourceError(name, _describe(exc)))
+            if on_document:
+                on_document(name, "error", 0)
+
+        def flush() -> None:
+            for prepared, outcome in self._embed_and_write(pending, report):
+                if isinstance(outcome, Exception):
+                    fail(prepared.source.source or prepared.source.external_id, outcome)
+                    continue
+                status, sections, units = outcome
+                setattr(report, status, getattr(report, status) + 1)
+                if status != "unchanged":  # another writer may have stored the same content meanwhile
+                    report.sections += sections
+                    report.sentences += units
+                if on_document:
+                    on_document(prepared.source.external_id, status, units)
+            pending.clear()
+
         for source in sources:
             if isinstance(source, SourceError):
                 report.errors.append(source)
@@ -125,18 +151,19 @@ class Ingestor:
                     on_document(source.name, "error", 0)
                 continue
             try:
-                status, sections, units = self.ingest_one(source, report=report)
-            except (ParseError, EmbeddingError, ValueError, psycopg.DataError) as exc:
-                report.errors.append(SourceError(source.source or source.external_id, _describe(exc)))
-                if on_document:
-                    on_document(source.external_id, "error", 0)
+                prepared = self.prepare(source)
+            except INGEST_ERRORS as exc:
+                fail(source.source or source.external_id, exc)
                 continue
-            setattr(report, status, getattr(report, status) + 1)
-            if status != "unchanged":
-                report.sections += sections
-                report.sentences += units
-            if on_document:
-                on_document(source.external_id, status, units)
+            if prepared is None:
+                report.unchanged += 1
+                if on_document:
+                    on_document(source.external_id, "unchanged", 0)
+                continue
+            pending.append(prepared)
+            if sum(len(p.units) for p in pending) >= batch_units:
+                flush()
+        flush()
         report.seconds = time.perf_counter() - started
         return report
 
@@ -147,32 +174,79 @@ class Ingestor:
             return chunk_units(parsed, max_tokens=self.chunk_tokens, token_offsets=self.embedder.token_offsets)
         return split_units(parsed, max_unit_chars=self.max_unit_chars)
 
-    def ingest_one(self, source: SourceDocument, *, report: IngestReport | None = None) -> tuple[str, int, int]:
+    def prepare(self, source: SourceDocument) -> _Prepared | None:
+        """Check, hash, parse and split one document; None when it is stored unchanged."""
         check_source(source)  # fields Postgres cannot store, metadata that is not plain JSON
         digest = content_hash(source)
         if existing_hash(self.conn, self.collection, source.external_id) == digest:
-            return "unchanged", 0, 0
+            return None
         parsed = parse_source(source)
         units = self.make_units(parsed)
         if not units:
             raise ParseError("no text to index (no sentence found)")
         texts = embedding_texts(parsed, units, title=source.title or parsed.title,
                                 contextual_headers=self.collection.contextual_headers)
+        return _Prepared(source, digest, parsed, units, texts)
+
+    def ingest_one(self, source: SourceDocument, *, report: IngestReport | None = None) -> tuple[str, int, int]:
+        prepared = self.prepare(source)
+        if prepared is None:
+            return "unchanged", 0, 0
+        [(_, outcome)] = self._embed_and_write([prepared], report or IngestReport())
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def _embed_and_write(self, batch: list[_Prepared], report: IngestReport):
+        """Embed the batch in one call, then write each document in its own transaction."""
+        if not batch:
+            return
         embed_started = time.perf_counter()
-        vectors = self.embedder.embed_documents(texts)
-        if report is not None:
-            report.embed_seconds += time.perf_counter() - embed_started
-        token_counts = self.embedder.count_tokens([u.text for u in units])
-        record = DocumentRecord(
-            external_id=source.external_id,
-            title=source.title or parsed.title,
-            source=source.source,
-            format=source.format,
-            metadata=source.metadata,
-            content_hash=digest,
-        )
-        status = write_document(self.conn, self.collection, record, parsed, units, vectors, token_counts)
-        return status, len(parsed.sections), len(units)
+        try:
+            vectors = self.embedder.embed_documents([t for p in batch for t in p.texts])
+        except INGEST_ERRORS:
+            if len(batch) == 1:
+                raise
+            # one bad document must not fail the others: embed them one by one
+            for prepared in batch:
+                try:
+                    yield from self._embed_and_write([prepared], report)
+                except INGEST_ERRORS as exc:
+                    yield prepared, exc
+            return
+        report.embed_seconds += time.perf_counter() - embed_started
+        offset = 0
+        for prepared in batch:
+            own = vectors[offset: offset + len(prepared.units)]
+            offset += len(prepared.units)
+            try:
+                token_counts = self.embedder.count_tokens([u.text for u in prepared.units])
+                record = DocumentRecord(
+                    external_id=prepared.source.external_id,
+                    title=prepared.source.title or prepared.parsed.title,
+                    source=prepared.source.source,
+                    format=prepared.source.format,
+                    metadata=prepared.source.metadata,
+                    content_hash=prepared.digest,
+                )
+                status = write_document(self.conn, self.collection, record, prepared.parsed,
+                                        prepared.units, own, token_counts)
+            except INGEST_ERRORS as exc:
+                yield prepared, exc
+                continue
+            yield prepared, (status, len(prepared.parsed.sections), len(prepared.units))
+
+
+@dataclass(slots=True)
+class _Prepared:
+    source: SourceDocument
+    digest: str
+    parsed: ParsedDocument
+    units: list[Unit]
+    texts: list[str]
+
+
+INGEST_ERRORS = (ParseError, EmbeddingError, ValueError, psycopg.DataError)
 
 
 def _describe(exc: Exception) -> str:
