@@ -114,7 +114,7 @@ class Ingestor:
         sources: Iterable[SourceDocument | SourceError],
         *,
         on_document: Callable[[str, str, int], None] | None = None,
-        batch_units: int = 512,
+        batch_units: int = 2048,
     ) -> IngestReport:
         """Ingest every source; errors are collected, never raised. on_document(name, status, units).
 
