@@ -98,6 +98,6 @@ def test_cli_json_has_trace_and_explain_renders(db_url, squad_article):
     data = json.loads(subprocess.run(base + ["--json"], capture_output=True, text=True, check=True, timeout=300).stdout)
     assert "trace" in data and data["contexts"]
     assert {"document_id", "title", "section_path", "start_char", "end_char", "text", "score", "hits"} <= set(data["contexts"][0])
-    shown = subprocess.run(base + ["--explain", "--rse", "balanced"], capture_output=True, text=True, check=True,
+    shown = subprocess.run(base + ["--explain", "--rerank", "--rse", "balanced"], capture_output=True, text=True, check=True,
                            timeout=300, env={**__import__("os").environ, "COLUMNS": "160"}).stdout
     assert "1. Retrieval" in shown and "2. Rerank" in shown and "3. RSE" in shown and "timings:" in shown

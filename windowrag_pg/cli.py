@@ -53,10 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--window", type=int, default=3)
     p.add_argument("--mode", default="hybrid", choices=["hybrid", "dense", "bm25"])
-    p.add_argument("--candidates", type=int, default=50, help="candidates per list (dense, BM25) before fusion")
+    p.add_argument("--candidates", type=int, default=20, help="candidates per list (dense, BM25) before fusion")
     p.add_argument("--clamp", default="section", choices=["section", "document"])
     p.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
-                   help="rerank windows with the cross-encoder (default: on)")
+                   help="rerank windows with the cross-encoder (default: off, see docs/evaluation.md)")
     p.add_argument("--rerank-candidates", type=int, default=None, help="windows to rerank")
     p.add_argument("--rse", default=None, help="RSE preset: balanced, precision, find_all or none")
     p.add_argument("--token-budget", type=int, default=None)
@@ -81,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("db-url", help="print the database URL (starts the embedded server if needed)")
     p.set_defaults(handler=cmd_db_url)
+
+    from .evaluation.cli import add_eval_parser
+
+    add_eval_parser(sub)
 
     p = sub.add_parser("doctor", help="check the server, pgvector, indexes and BM25 statistics")
     p.set_defaults(handler=cmd_doctor)

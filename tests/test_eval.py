@@ -1,0 +1,177 @@
+"""The evaluation runner end to end on small real slices (real DB, real models, real data)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import read_jsonl
+from windowrag_pg.evaluation.presets import PRESETS, ConfigError, EvalConfig, config_from_dict, get_config
+from windowrag_pg.evaluation.runner import METRIC_KEYS, run_eval, sample_queries
+
+SQUAD_DOCS = ("Construction", "Jacksonville,_Florida")
+CONTRACT_DOCS = ("456", "71", "488")
+
+
+def _slice(eval_dir: Path, tmp: Path, dataset: str, doc_ids: tuple[str, ...]) -> tuple[Path, Path]:
+    """documents.jsonl / queries.jsonl of a few documents of DATASET, in a folder named after it."""
+    folder = tmp / dataset
+    folder.mkdir(parents=True, exist_ok=True)
+    docs = [d for d in read_jsonl(eval_dir / dataset / "documents.jsonl") if d["id"] in doc_ids]
+    queries = [q for q in read_jsonl(eval_dir / dataset / "queries.jsonl")
+               if all(g["doc_id"] in doc_ids for g in q["gold"])]
+    (folder / "documents.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), encoding="utf-8")
+    return folder / "documents.jsonl", folder / "queries.jsonl"
+
+
+def _check(result: dict, *, n: int, dataset: str, config: str) -> dict:
+    assert result["dataset"] == dataset
+    assert result["config"] == config
+    assert result["n_queries"] == n
+    metrics = result["metrics"]
+    assert set(METRIC_KEYS) <= set(metrics)
+    for key in ("hit@1", "hit@3", "hit@5", "evidence_recall@5", "mrr", "abstain_rate"):
+        assert 0.0 <= metrics[key] <= 1.0, (key, metrics[key])
+    assert metrics["hit@1"] <= metrics["hit@3"] <= metrics["hit@5"]
+    assert metrics["mrr"] >= metrics["hit@1"]
+    assert metrics["duplicated_tokens"] == 0
+    assert metrics["duplicated_chars"] == 0
+    assert metrics["tokens_mean"] > 0 and metrics["tokens_p95"] > 0
+    assert 0 < metrics["latency_ms_p50"] <= metrics["latency_ms_p95"]
+    return metrics
+
+
+def test_run_eval_squad_slice(conn, embedder, eval_dir, tmp_path):
+    documents, queries = _slice(eval_dir, tmp_path, "squad-dev", SQUAD_DOCS)
+    result = run_eval(conn, documents_path=documents, queries_path=queries, config="hybrid", limit=20,
+                      seed=0, progress=False, embedder=embedder, keep_rows=True)
+    metrics = _check(result, n=20, dataset="squad-dev", config="hybrid")
+    assert result["collection"] == "eval_squad-dev_sentence"
+    assert metrics["answer_hit@5"] is not None and metrics["answer_hit@5"] >= metrics["hit@5"]
+    # two short articles, window 3: most answers are found, with far fewer tokens than the articles
+    assert metrics["hit@5"] >= 0.6
+    assert metrics["tokens_mean"] < 2000
+    assert len(result["rows"]) == 20 and all(r["n_contexts"] <= 5 for r in result["rows"])
+
+    # the chunk baseline on the same slice: its own collection, exactly k chunks of <= 256 tokens
+    chunks = run_eval(conn, documents_path=documents, queries_path=queries, config="chunks256", limit=20,
+                      seed=0, progress=False, embedder=embedder, keep_rows=True)
+    _check(chunks, n=20, dataset="squad-dev", config="chunks256")
+    assert chunks["collection"] == "eval_squad-dev_chunks256"
+    assert all(r["n_contexts"] == 5 for r in chunks["rows"])
+    assert chunks["metrics"]["tokens_p95"] <= 5 * 256
+
+    # a second run reuses the collection (nothing re-ingested) and gives the same numbers
+    again = run_eval(conn, documents_path=documents, queries_path=queries, config="hybrid", limit=20,
+                     seed=0, progress=False, embedder=embedder)
+    assert again["ingest"]["unchanged"] == len(SQUAD_DOCS) and again["ingest"]["added"] == 0
+    for key in ("hit@1", "hit@5", "mrr", "tokens_mean"):
+        assert again["metrics"][key] == metrics[key]
+
+
+def test_run_eval_scoped_contracts_with_rerank_and_rse(conn, embedder, eval_dir, tmp_path):
+    documents, queries = _slice(eval_dir, tmp_path, "contractnli-dev", CONTRACT_DOCS)
+    result = run_eval(conn, documents_path=documents, queries_path=queries, config="rse", limit=6,
+                      seed=1, progress=False, embedder=embedder, keep_rows=True)
+    metrics = _check(result, n=6, dataset="contractnli-dev", config="rse")
+    assert metrics["answer_hit@5"] is None  # ContractNLI has no answer strings
+    assert metrics["latency_rerank_ms_mean"] > 0
+    # scope_doc_id: every context comes from the query's own contract
+    scope = {q["id"]: q["scope_doc_id"] for q in read_jsonl(queries)}
+    for row in result["rows"]:
+        assert {doc for doc, *_ in row["contexts"]} <= {scope[row["id"]]}
+    assert metrics["evidence_recall@5"] > 0
+
+
+def test_sample_is_nested_and_fixed():
+    queries = [{"id": i, "query": str(i)} for i in range(100)]
+    a = sample_queries(queries, limit=30, seed=7)
+    b = sample_queries(queries, limit=10, seed=7)
+    assert [q["id"] for q in a[:10]] == [q["id"] for q in b]
+    assert a == sample_queries(queries, limit=30, seed=7)
+    assert sample_queries(queries, limit=30, seed=8) != a
+
+
+def test_presets_and_json_configs(tmp_path):
+    assert list(PRESETS) == ["chunks512", "chunks256", "sentence", "window", "hybrid", "rerank", "rse", "full"]
+    assert PRESETS["chunks512"].collection.collection_name("squad-dev") == "eval_squad-dev_chunks512"
+    assert PRESETS["window"].collection.collection_name("squad-dev") == "eval_squad-dev_sentence"
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"base": "hybrid", "window": 2, "rrf_k": 30,
+                                "rse": {"preset": "balanced", "irrelevant_sentence_penalty": 0.25},
+                                "collection": {"contextual_headers": True}}))
+    config = get_config(str(path))
+    assert isinstance(config, EvalConfig)
+    assert (config.window, config.rrf_k, config.mode) == (2, 30, "hybrid")
+    assert config.rse.irrelevant_sentence_penalty == 0.25
+    assert config.collection.collection_name("x") == "eval_x_sentence_headers"
+    with pytest.raises(ConfigError):
+        config_from_dict({"collection": {"unit": "chunk", "chunk_tokens": 512}, "window": 3})
+    with pytest.raises(ConfigError):
+        config_from_dict({"windows": 3})
+    with pytest.raises(ConfigError):
+        get_config("no-such-preset")
+
+
+def test_cli_eval_json(db_url, embedder, eval_dir, tmp_path, capsys):
+    import argparse
+
+    from windowrag_pg.evaluation.cli import add_eval_parser
+
+    # the subcommand on a bare parser (windowrag_pg.cli registers it the same way)
+    parser = argparse.ArgumentParser(prog="windowrag")
+    parser.add_argument("--database-url")
+    add_eval_parser(parser.add_subparsers())
+    documents, queries = _slice(eval_dir, tmp_path, "squad-dev", SQUAD_DOCS[:1])
+    args = parser.parse_args(["--database-url", db_url, "eval", "--documents", str(documents),
+                              "--queries", str(queries), "--config", "window", "--limit", "5", "--json"])
+    assert args.handler(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["n_queries"] == 5 and result["config"] == "window"
+    assert set(METRIC_KEYS) <= set(result["metrics"])
+
+    args = parser.parse_args(["--database-url", db_url, "eval", "--documents", str(documents),
+                              "--queries", str(queries), "--config", "window", "--limit", "5"])
+    assert args.handler(args) == 0
+    out = capsys.readouterr().out
+    assert "hit@5" in out and "tokens mean" in out
+
+
+def test_windowrag_cli_registers_eval():
+    import argparse
+
+    from windowrag_pg.cli import build_parser
+
+    actions = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    if not any("eval" in a.choices for a in actions):
+        pytest.skip("windowrag_pg.cli does not register the eval subcommand yet")
+
+
+def test_caching_reranker_scores_once_and_persists(tmp_path):
+    import numpy as np
+
+    from windowrag_pg.evaluation.runner import CachingReranker
+    from windowrag_pg.rerank.base import Reranker
+
+    class Counting(Reranker):
+        model_id = "fake"
+        max_length = 512
+
+        def __init__(self):
+            self.calls = 0
+
+        def _logits(self, query, passages, *, batch_size):
+            self.calls += len(passages)
+            return np.asarray([len(p) - len(query) for p in passages], dtype=float)
+
+    inner = Counting()
+    cache = CachingReranker(inner, path=tmp_path / "cache.jsonl")
+    first = cache.score("q", ["aa", "bbbb"])
+    assert inner.calls == 2 and cache.last_saved_ms == 0
+    again = cache.score("q", ["bbbb", "aa", "c"])
+    assert inner.calls == 3 and np.allclose(again[:2], first[::-1]) and cache.last_saved_ms >= 0
+    reloaded = CachingReranker(Counting(), path=tmp_path / "cache.jsonl")
+    assert np.allclose(reloaded.score("q", ["aa", "bbbb", "c"]), cache.score("q", ["aa", "bbbb", "c"]))
+    assert reloaded.inner.calls == 0
