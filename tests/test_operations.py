@@ -1,0 +1,42 @@
+"""Operations: `windowrag doctor` and the statement timeout, on the real database."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import psycopg
+import pytest
+
+from windowrag_pg.db.connection import connect
+from windowrag_pg.doctor import run_checks
+from windowrag_pg.ingest import Ingestor
+from windowrag_pg.retrieve.retriever import Retriever
+from windowrag_pg.sources import SourceDocument
+
+
+def test_doctor_passes_then_finds_drifted_bm25_statistics(conn, collection_name, embedder):
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
+        [SourceDocument(external_id="d", format="text", text="Alpha beta gamma. Beta gamma delta. Gamma delta.")])
+    mine = [c for c in run_checks(conn) if collection_name in c.name]
+    assert mine and all(c.ok for c in mine), mine
+    assert all(c.ok for c in run_checks(conn) if c.name in ("server", "pgvector", "migrations", "indexes valid"))
+    conn.execute("UPDATE windowrag.bm25_terms t SET df = df + 1 FROM windowrag.collections c"
+                 " WHERE c.id = t.collection_id AND c.name = %s AND t.lexeme = 'gamma'", [collection_name])
+    broken = [c for c in run_checks(conn) if c.name == f"BM25 statistics of {collection_name!r}"]
+    assert broken and not broken[0].ok and "terms 1" in broken[0].detail and broken[0].fix
+
+
+def test_statement_timeout_cancels_and_the_cli_says_so(db_url, monkeypatch, contractnli_collection, embedder):
+    monkeypatch.setenv("WINDOWRAG_STATEMENT_TIMEOUT_MS", "1")
+    with connect(db_url, autocommit=True) as slow:
+        assert slow.execute("SHOW statement_timeout").fetchone()[0] == "1ms"
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            Retriever(slow, embedder=embedder, collection=contractnli_collection).search(
+                "confidential information disclosed to third parties", k=10, window=5)
+    out = subprocess.run([sys.executable, "-m", "windowrag_pg.cli", "--database-url", db_url, "query",
+                          "confidential information", "--collection", contractnli_collection],
+                         capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "WINDOWRAG_STATEMENT_TIMEOUT_MS": "1"})
+    assert out.returncode == 1
+    assert "database error: canceling statement due to statement timeout" in out.stderr
+    assert "Traceback" not in out.stderr
