@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import sys
 import time
 from pathlib import Path
@@ -379,14 +378,17 @@ list, no cross-encoder, no RSE):
 - *hybrid* (`hybrid`, BM25 + dense, RRF k = 60): small but significant gain on SQuAD (+0.018 hit@5,
   +0.04 hit@1), +0.010 recall on contracts, no extra tokens, ~no latency.
 - *cross-encoder* (`rerank`, 20 windows, MiniLM-L12; 300 SQuAD / 100 contract queries for time): SQuAD
-  hit@5 0.970 (hybrid on the same 300: see the shared-sample table) but hit@1 *drops* and the tokens
-  double (2,785 mean, p95 4,948), at p50 9.6 s / p95 21 s a query on these loaded cores (2 s / 7 s on the
+  hit@5 0.970 against 0.933 for hybrid and 0.940 for `full` on the same 300, but hit@1 does not improve
+  (0.757 vs 0.763) and the tokens double (2,785 mean vs 1,431, p95 4,948), at p50 9.6 s / p95 21 s a query on these loaded cores (2 s / 7 s on the
   contracts). The tokens double because the pipeline asks the SQL walk for 20 windows instead of 5: the
   walk merges more hits into each window, so the reranked windows are bigger, and the cross-encoder
   favours the biggest. Part of the "gain" is context size: hybrid with window 5 (sweep, held-out) reaches
   0.957 at 2,439 tokens in ~70 ms. On contracts: recall 1.000 vs 0.982 (hybrid, same 100) with more tokens.
 - *RSE* (`balanced`): a net loss here. Without the cross-encoder (`hybrid_rse`): −0.08 hit@5 on SQuAD,
-  −0.15 recall on contracts, for half the tokens; with it (`rse`, 100 contracts) recall 0.59. The sweep
+  −0.15 recall on contracts, for half the tokens; with it (`rse`, 100 queries each) hit@5 0.68 on SQuAD
+  and recall 0.59 on contracts, mostly because it *abstains* (no context at all) on 16% / 26% of the
+  queries: with cross-encoder probabilities × rank decay × proximity, no segment reaches
+  `minimum_segment_value = 0.5`. The sweep
   shows why: the penalty (0.1–0.3) hardly matters - tokens stay at ~725 (SQuAD) / ~1,210 (contracts) -
   because the binding constraint is `overall_max_length = 30` sentences, i.e. RSE balanced is a 30-sentence
   budget, and a budget that small cuts spread-out evidence.
