@@ -26,6 +26,7 @@ SAME_PAIR_OTHER_BATCH_TOLERANCE = 0.12
 def squad_dev_dir() -> Path | None:
     candidates = [
         os.environ.get("WINDOWRAG_SQUAD_DEV"),
+        os.environ.get("WINDOWRAG_EVAL_DIR") and Path(os.environ["WINDOWRAG_EVAL_DIR"]) / "squad-dev",
         Path(__file__).resolve().parents[2] / "shared" / "eval" / "squad-dev",  # shared/ beside the repo
         "/work/shared/eval/squad-dev",
     ]
