@@ -32,17 +32,23 @@ def eval_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def db_url(tmp_path_factory) -> str:
+def db_url() -> str:
     """WINDOWRAG_TEST_DATABASE_URL, or an embedded server in a fresh folder (stopped at the end)."""
     url = os.environ.get("WINDOWRAG_TEST_DATABASE_URL")
     if url:
         yield url
         return
+    import shutil
+    import tempfile
+
     from windowrag_pg.db.embedded import start_embedded, stop_embedded
 
-    home = tmp_path_factory.mktemp("windowrag-home")
+    # Not under pytest's numbered basetemp: another pytest session on the same machine prunes old
+    # basetemps (chmod + delete), which would pull the data folder from under a running server.
+    home = Path(tempfile.mkdtemp(prefix="windowrag-test-"))
     yield start_embedded(home)
     stop_embedded(home)
+    shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
