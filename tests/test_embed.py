@@ -268,3 +268,9 @@ def test_st_embedder_query_instruction_and_token_counts(minilm_dir, st_embedder)
     assert instructed.query_instruction == BGE_QUERY_INSTRUCTION
     assert cosine(instructed.embed_query(query), st_embedder.embed_query(query)) < 0.99
     assert st_embedder.count_tokens(["hello world", "", "word " * 1000]) == [2, 0, 1000]
+    text = "Chunking needs offsets: Warsaw's tokens."
+    offsets = st_embedder.token_offsets(text)
+    assert len(offsets) == st_embedder.count_tokens([text])[0]
+    assert offsets[0][0] == 0 and offsets[-1][1] == len(text)
+    assert all(start < end for start, end in offsets)
+    assert [text[start:end] for start, end in offsets][:3] == ["Chunk", "ing", "needs"]  # word pieces

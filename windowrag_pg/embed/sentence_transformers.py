@@ -86,6 +86,15 @@ class SentenceTransformerEmbedder(Embedder):
         encoded = self.model.tokenizer(checked, add_special_tokens=False, truncation=False, verbose=False)
         return [len(ids) for ids in encoded["input_ids"]]
 
+    def token_offsets(self, text: str) -> list[tuple[int, int]]:
+        """Character (start, end) of each token of TEXT, special tokens excluded (for chunking)."""
+        if not getattr(self.model.tokenizer, "is_fast", False):
+            raise EmbeddingError(f"model {self.model_name_or_path!r} has no fast tokenizer: no token offsets")
+        encoded = self.model.tokenizer(
+            text, add_special_tokens=False, truncation=False, return_offsets_mapping=True, verbose=False
+        )
+        return [(int(start), int(end)) for start, end in encoded["offset_mapping"]]
+
     def _embed(self, texts: list[str], *, batch_size: int, progress: ProgressCallback | None) -> np.ndarray:
         distinct, inverse = unique_texts(texts)
         copies_per_distinct = np.bincount(inverse, minlength=len(distinct))
