@@ -7,6 +7,7 @@ collection so that queries are never embedded by a different model than the docu
 from __future__ import annotations
 
 import importlib
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 
@@ -134,3 +135,19 @@ def import_optional(module_name: str, *, needed_for: str):
         return importlib.import_module(module_name)
     except ImportError as exc:
         raise MissingExtraError(f"{needed_for} needs the package {module_name!r}: {HF_EXTRA_HINT}") from exc
+
+
+class LoadOnce:
+    """A model loaded on first use, once, even when several threads ask at the same time."""
+
+    def __init__(self, load: Callable[[], object]) -> None:
+        self._load = load
+        self._value = None
+        self._lock = threading.Lock()
+
+    def get(self):
+        if self._value is None:
+            with self._lock:
+                if self._value is None:
+                    self._value = self._load()
+        return self._value

@@ -6,7 +6,6 @@ this class is instantiated. A Hub name needs network on first use; a local folde
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -14,6 +13,7 @@ import numpy as np
 from windowrag_pg.embed.base import (
     Embedder,
     EmbeddingError,
+    LoadOnce,
     ProgressCallback,
     check_texts,
     import_optional,
@@ -52,22 +52,20 @@ class SentenceTransformerEmbedder(Embedder):
         self.query_instruction = resolve_query_instruction(query_instruction)
         self.normalize = normalize
         self.device = device
-        self._model = None
-        self._model_lock = threading.Lock()
+        self._model = LoadOnce(self._load)
 
     @property
     def model(self):
         """The loaded SentenceTransformer (loaded on first use)."""
-        if self._model is None:
-            with self._model_lock:
-                if self._model is None:
-                    try:
-                        self._model = self._st.SentenceTransformer(self.model_name_or_path, device=self.device)
-                    except Exception as exc:  # OSError offline, ValueError bad folder, ...
-                        raise EmbeddingError(
-                            f"could not load sentence-transformers model {self.model_name_or_path!r}: {exc}"
-                        ) from exc
-        return self._model
+        return self._model.get()
+
+    def _load(self):
+        try:
+            return self._st.SentenceTransformer(self.model_name_or_path, device=self.device)
+        except Exception as exc:  # OSError offline, ValueError bad folder, ...
+            raise EmbeddingError(
+                f"could not load sentence-transformers model {self.model_name_or_path!r}: {exc}"
+            ) from exc
 
     @property
     def dimension(self) -> int:

@@ -6,12 +6,11 @@ class is instantiated. A Hub name needs network on first use; a local folder doe
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import PurePath
 
 import numpy as np
 
-from windowrag_pg.embed.base import import_optional
+from windowrag_pg.embed.base import LoadOnce, import_optional
 from windowrag_pg.rerank.base import Reranker, RerankError
 
 
@@ -39,17 +38,12 @@ class FlagEmbeddingReranker(Reranker):
         self.max_length = max_length
         self.use_fp16 = use_fp16
         self.devices = devices
-        self._model = None
-        self._model_lock = threading.Lock()
+        self._model = LoadOnce(self._load)
 
     @property
     def model(self):
         """The loaded FlagEmbedding reranker (loaded on first use)."""
-        if self._model is None:
-            with self._model_lock:
-                if self._model is None:
-                    self._model = self._load()
-        return self._model
+        return self._model.get()
 
     def _load(self):
         options = dict(use_fp16=self.use_fp16, devices=self.devices, max_length=self.max_length)

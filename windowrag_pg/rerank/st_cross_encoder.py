@@ -6,11 +6,10 @@ this class is instantiated. A Hub name needs network on first use; a local folde
 from __future__ import annotations
 
 import os
-import threading
 
 import numpy as np
 
-from windowrag_pg.embed.base import import_optional
+from windowrag_pg.embed.base import LoadOnce, import_optional
 from windowrag_pg.rerank.base import Reranker, RerankError
 
 
@@ -31,17 +30,12 @@ class SentenceTransformerCrossEncoder(Reranker):
         self.model_id = model_id or f"st:{self.model_name_or_path}"
         self.max_length = max_length
         self.device = device
-        self._model = None
-        self._model_lock = threading.Lock()
+        self._model = LoadOnce(self._load)
 
     @property
     def model(self):
         """The loaded CrossEncoder (loaded on first use)."""
-        if self._model is None:
-            with self._model_lock:
-                if self._model is None:
-                    self._model = self._load()
-        return self._model
+        return self._model.get()
 
     def _load(self):
         try:
