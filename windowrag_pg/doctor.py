@@ -40,7 +40,7 @@ def _server(conn) -> Check:
 
 
 def _pgvector(conn) -> Check:
-    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    row = conn.execute(load_sql("pgvector_installed_version")).fetchone()
     if row is None:
         return Check("pgvector", False, "extension not installed", "CREATE EXTENSION vector (pgvector ≥ 0.8)")
     ok = db._version_tuple(row[0]) >= db.MIN_PGVECTOR
@@ -60,7 +60,7 @@ def _indexes(conn) -> list[Check]:
     checks = [Check("indexes valid", not invalid, f"{len(rows)} indexes" + (f"; invalid: {', '.join(invalid)}" if invalid else ""),
                     "REINDEX INDEX CONCURRENTLY <name> for each invalid index" if invalid else "")]
     names = {r[0] for r in rows}
-    for (name,) in conn.execute("SELECT name FROM windowrag.collections ORDER BY name").fetchall():
+    for (name,) in conn.execute(load_sql("collection_names")).fetchall():
         collection = get_collection(conn, name)
         index = f"windowrag.{collection_index_name(collection)}"
         if index not in names:
@@ -78,8 +78,7 @@ def _dense_plan(conn, collection: Collection, index: str) -> Check:
         collection_id=sql.Literal(collection.id), dimension=sql.Literal(collection.dimension), probe=probe)
     plan = json.dumps(conn.execute(statement).fetchone()[0])
     used = index.split(".", 1)[1] in plan
-    size = conn.execute("SELECT coalesce((SELECT n_sentences FROM windowrag.bm25_stats WHERE collection_id = %s), 0)",
-                        [collection.id]).fetchone()[0]
+    size = conn.execute(load_sql("collection_sentence_count"), [collection.id]).fetchone()[0]
     if not used and size < SMALL_COLLECTION:
         return Check(f"HNSW used for {collection.name!r}", True,
                      f"{size} sentences: an exact scan is planned, which is right at this size")
@@ -88,8 +87,7 @@ def _dense_plan(conn, collection: Collection, index: str) -> Check:
 
 
 def _bm25_plan(conn, collection: Collection) -> Check:
-    row = conn.execute("SELECT lexeme FROM windowrag.bm25_terms WHERE collection_id = %s ORDER BY df DESC LIMIT 1",
-                       [collection.id]).fetchone()
+    row = conn.execute(load_sql("most_common_lexeme"), [collection.id]).fetchone()
     if row is None:
         return Check(f"BM25 postings index for {collection.name!r}", True, "collection is empty")
     plan = json.dumps(conn.execute(load_sql("doctor_explain_bm25"), {"collection_id": collection.id, "lexeme": row[0]}).fetchone()[0])

@@ -13,6 +13,7 @@ from pgvector.psycopg import register_vector
 
 from ..config import database_url_from_env, statement_timeout_ms
 from .embedded import start_embedded
+from .sqlfiles import load_sql
 
 MIN_SERVER_VERSION = 140000
 MIN_PGVECTOR = (0, 8, 0)
@@ -48,7 +49,7 @@ def connect(url: str | None = None, *, migrate: bool = True, autocommit: bool = 
             upgrade(conn)
         register_vector(conn)
         timeout = statement_timeout_ms()
-        conn.execute("SELECT set_config('statement_timeout', %s, false)", [str(timeout)])
+        conn.execute(load_sql("set_statement_timeout"), [str(timeout)])
         if not autocommit:
             conn.commit()
     except BaseException:
@@ -61,9 +62,7 @@ def check_server(conn: psycopg.Connection) -> None:
     version = conn.info.server_version
     if version < MIN_SERVER_VERSION:
         raise DatabaseError(f"PostgreSQL {version // 10000} is too old: windowrag-pg needs 14 or newer")
-    row = conn.execute(
-        "SELECT default_version, installed_version FROM pg_available_extensions WHERE name = 'vector'"
-    ).fetchone()
+    row = conn.execute(load_sql("pgvector_available")).fetchone()
     if row is None:
         raise DatabaseError(
             "the pgvector extension is not available on this server: install pgvector ≥ 0.8 "
@@ -103,10 +102,9 @@ def head_revision() -> str:
 
 
 def current_revision(conn: psycopg.Connection) -> str | None:
-    exists = conn.execute("SELECT to_regclass('windowrag.alembic_version')").fetchone()[0]
-    if exists is None:
+    if not conn.execute(load_sql("alembic_version_exists")).fetchone()[0]:
         return None
-    row = conn.execute("SELECT version_num FROM windowrag.alembic_version").fetchone()
+    row = conn.execute(load_sql("alembic_version")).fetchone()
     return row[0] if row else None
 
 
@@ -136,7 +134,7 @@ def _run_alembic(conn: psycopg.Connection, action: str, revision: str) -> None:
     engine = create_engine(sqlalchemy_url(url), poolclass=NullPool)
     try:
         with engine.begin() as sa_conn:
-            sa_conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)" % MIGRATION_LOCK_KEY)
+            sa_conn.exec_driver_sql(load_sql("migration_lock"), (MIGRATION_LOCK_KEY,))
             getattr(command, action)(_alembic_config(sa_conn), revision)
     finally:
         engine.dispose()

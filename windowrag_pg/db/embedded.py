@@ -13,6 +13,7 @@ from pathlib import Path
 import psycopg
 
 from ..config import windowrag_home
+from .sqlfiles import load_sql
 
 DATABASE_NAME = "windowrag"
 
@@ -64,8 +65,6 @@ def stop_embedded(home: Path | None = None, *, timeout: float = 30.0) -> bool:
 
 def _ensure_database(admin_url: str) -> None:
     with psycopg.connect(admin_url, autocommit=True) as conn:
-        exists = conn.execute(
-            "SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]
-        ).fetchone()
+        exists = conn.execute(load_sql("database_exists"), [DATABASE_NAME]).fetchone()
         if not exists:
             conn.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(DATABASE_NAME)))

@@ -106,7 +106,6 @@ def ensure_ingested(conn: psycopg.Connection, *, documents_path: str | Path, con
 
     settings = config.collection
     name = settings.collection_name(dataset)
-    _ensure_token_offsets(embedder)
     ingestor = Ingestor(conn, collection=name, embedder=embedder, contextual_headers=settings.contextual_headers,
                         chunk_tokens=settings.chunk_tokens if settings.unit == "chunk" else None)
     sources = list(iter_sources([documents_path]))
@@ -120,29 +119,13 @@ def ensure_ingested(conn: psycopg.Connection, *, documents_path: str | Path, con
         raise ValueError(f"ingestion into {name} failed: " + "; ".join(f"{e.name}: {e.message}" for e in report.errors[:5]))
     wanted = {s.external_id for s in sources}
     collection = get_collection(conn, name)
-    stored = [row[0] for row in conn.execute(
-        "SELECT external_id FROM windowrag.documents WHERE collection_id = %s", [collection.id]).fetchall()]
+    stored = [row[0] for row in conn.execute(load_sql("collection_external_ids"), [collection.id]).fetchall()]
     removed = 0
     for external_id in stored:
         if external_id not in wanted:
             removed += delete_document(conn, collection, external_id)
-    units = conn.execute("SELECT count(*) FROM windowrag.sentences s JOIN windowrag.documents d ON d.id = s.document_id"
-                         " WHERE d.collection_id = %s", [collection.id]).fetchone()[0]
+    units = conn.execute(load_sql("collection_unit_count"), [collection.id]).fetchone()[0]
     return {"collection": name, **report.as_dict(), "removed": removed, "units_in_collection": int(units)}
-
-
-def _ensure_token_offsets(embedder: Embedder) -> None:
-    """Chunking needs ``embedder.token_offsets``; give the ONNX BGE embedder one if it lacks it."""
-    if hasattr(embedder, "token_offsets"):
-        return
-    tokenizer = getattr(embedder, "_counting_tokenizer", None)
-    if tokenizer is None:
-        return  # the Ingestor will say what is missing when a chunk collection is asked for
-
-    def token_offsets(text: str) -> list[tuple[int, int]]:
-        return list(tokenizer.encode(text, add_special_tokens=False).offsets)
-
-    embedder.token_offsets = token_offsets  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------------------------
@@ -257,16 +240,6 @@ class CachingReranker(Reranker):
 # The chunk baseline's search
 # --------------------------------------------------------------------------------------------
 
-CHUNK_TOP_K = """
-SELECT d.id, d.external_id, d.title, s.ordinal, s.start_char, s.end_char, s.text, s.token_count,
-       h.rrf_score, h.dense_rank, h.bm25_rank
-FROM windowrag.hybrid_search(%(collection)s, %(query)s, %(embedding)s, %(candidates)s, %(mode)s,
-                             %(rrf_k)s, 1.0, 1.0, {document_ids}, %(ef_search)s, 1.2, 0.75) h
-JOIN windowrag.sentences s ON s.id = h.sentence_id
-JOIN windowrag.documents d ON d.id = s.document_id
-ORDER BY h.rank
-LIMIT %(k)s
-"""
 
 
 @dataclass(slots=True)
@@ -297,7 +270,7 @@ class ChunkSearcher:
         condition, params = compile_filters(filters)
         document_ids = (sql.SQL(load_sql("filtered_document_ids")).format(condition=condition)
                         if filters else sql.SQL("NULL"))
-        statement = sql.SQL(CHUNK_TOP_K).format(document_ids=document_ids)
+        statement = sql.SQL(load_sql("chunk_top_k")).format(document_ids=document_ids)
         params.update(collection=self.collection, query=query, embedding=embedding, mode=mode,
                       candidates=max(candidates, k), rrf_k=rrf_k, ef_search=max(100, candidates), k=k)
         mark = time.perf_counter()

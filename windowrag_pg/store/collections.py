@@ -49,14 +49,11 @@ def ensure_collection(
     existing one must belong to it (any tenant when None). A tenant role sees only its tenants'
     collections, so for it another tenant's collection "does not exist".
     """
-    conn.execute(
-        "INSERT INTO windowrag.collections (name, embedding_model, dimension, contextual_headers, unit, chunk_tokens, tenant)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING",
-        [name, embedding_model, dimension, contextual_headers, unit, chunk_tokens, tenant or "default"],
-    )
+    conn.execute(load_sql("insert_collection"),
+                 [name, embedding_model, dimension, contextual_headers, unit, chunk_tokens, tenant or "default"])
     collection = get_collection(conn, name)
     if tenant is not None:
-        owner = conn.execute("SELECT tenant FROM windowrag.collections WHERE id = %s", [collection.id]).fetchone()[0]
+        owner = conn.execute(load_sql("collection_tenant"), [collection.id]).fetchone()[0]
         if owner != tenant:
             raise CollectionError(f"collection {name!r} belongs to tenant {owner!r}, not {tenant!r}")
     if (collection.embedding_model, collection.dimension) != (embedding_model, dimension):
@@ -87,7 +84,7 @@ def ensure_collection_index(conn: psycopg.Connection, collection: Collection) ->
     name = collection_index_name(collection)
     # CREATE INDEX IF NOT EXISTS needs ownership of windowrag.sentences even when the index
     # exists: look first, so that tenant roles (docs/tenancy.md) can open existing collections.
-    if conn.execute("SELECT to_regclass(%s)", [f"windowrag.{name}"]).fetchone()[0] is not None:
+    if conn.execute(load_sql("relation_exists"), [f"windowrag.{name}"]).fetchone()[0]:
         return
     statement = sql.SQL(load_sql("collection_index")).format(
         index_name=sql.Identifier(name),

@@ -1,0 +1,1 @@
+SELECT version_num FROM windowrag.alembic_version

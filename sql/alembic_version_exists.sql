@@ -1,0 +1,1 @@
+SELECT to_regclass('windowrag.alembic_version') IS NOT NULL

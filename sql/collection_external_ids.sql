@@ -1,0 +1,1 @@
+SELECT external_id FROM windowrag.documents WHERE collection_id = %s

@@ -1,0 +1,1 @@
+SELECT name FROM windowrag.collections ORDER BY name

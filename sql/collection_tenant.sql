@@ -1,0 +1,1 @@
+SELECT tenant FROM windowrag.collections WHERE id = %s

@@ -1,0 +1,1 @@
+SELECT count(*) FROM windowrag.sentences WHERE collection_id = %s

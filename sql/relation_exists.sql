@@ -1,0 +1,1 @@
+SELECT to_regclass(%s) IS NOT NULL
