@@ -429,7 +429,7 @@ def write_report(args) -> None:
              f"`random.Random({args.seed})`, first {args.squad_limit} taken), over the 24 articles. "
              f"Configurations with the cross-encoder (`rerank`, `rse`, `full`) ran on the first "
              f"{args.rerank_limit_squad} of the same shuffle (a subset), for time: ~1–2 s a query on 2 shared cores.",
-             f"- **contractnli-dev**: all 614 (contract, hypothesis) pairs"
+             "- **contractnli-dev**: all 614 (contract, hypothesis) pairs"
              + (f" ({args.rerank_limit_contract} for the reranking configurations)" if args.rerank_limit_contract else "")
              + ", each searched within its own contract (`filters={\"document_id\": scope_doc_id}`).",
              "- k = 5 contexts. Embedder: BGE-small-en v1.5 INT8 ONNX; cross-encoder: ms-marco MiniLM-L12 INT8 ONNX.",

@@ -49,7 +49,7 @@ from windowrag_pg.ingest import Ingestor, content_hash, embedding_texts, parse_s
 from windowrag_pg.parse import ParseError  # noqa: E402
 from windowrag_pg.sources import SourceDocument, iter_sources  # noqa: E402
 from windowrag_pg.split.sentences import split_units  # noqa: E402
-from windowrag_pg.store.collections import collection_index_name, ensure_collection, get_collection  # noqa: E402
+from windowrag_pg.store.collections import ensure_collection  # noqa: E402
 from windowrag_pg.store.writer import DocumentRecord, existing_hash, write_document  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"

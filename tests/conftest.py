@@ -13,6 +13,22 @@ REPO = Path(__file__).resolve().parent.parent
 EVAL_DIR = Path(os.environ.get("WINDOWRAG_EVAL_DIR", REPO.parent / "shared" / "eval"))
 
 
+def squad_dev_dir() -> Path | None:
+    """../shared/eval/squad-dev (or under $WINDOWRAG_EVAL_DIR), when it is there."""
+    folder = EVAL_DIR / "squad-dev"
+    return folder if (folder / "documents.jsonl").is_file() else None
+
+
+def require_optional(module_name: str, what: str):
+    """Import an optional test dependency, or skip with the reason (missing or broken install)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as exc:
+        pytest.skip(f"{what} not usable: {exc}")
+
+
 def read_jsonl(path: Path, limit: int | None = None) -> list[dict]:
     rows = []
     with path.open(encoding="utf-8") as handle:

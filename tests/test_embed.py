@@ -20,6 +20,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from windowrag_pg.embed import BGE_QUERY_INSTRUCTION, Embedder, EmbeddingError, MissingExtraError, get_embedder
 from windowrag_pg.embed.onnx_bge import DEFAULT_MODEL_ID, OnnxBgeEmbedder
 
+from .conftest import require_optional, squad_dev_dir
+
 # INT8 dynamic quantisation scales activations per batch tensor, so a text's vector moves a
 # little with its batch neighbours (measured minimum cosine 0.994 on squad-dev sentences).
 SAME_TEXT_OTHER_BATCH_MIN_COSINE = 0.99
@@ -29,27 +31,8 @@ CAT_PARAPHRASE = "A cat was sitting on the kitchen mat."
 UNRELATED = "The central bank raised interest rates by half a percentage point."
 
 
-def squad_dev_dir() -> Path | None:
-    candidates = [
-        os.environ.get("WINDOWRAG_SQUAD_DEV"),
-        os.environ.get("WINDOWRAG_EVAL_DIR") and Path(os.environ["WINDOWRAG_EVAL_DIR"]) / "squad-dev",
-        Path(__file__).resolve().parents[2] / "shared" / "eval" / "squad-dev",  # shared/ beside the repo
-        "/work/shared/eval/squad-dev",
-    ]
-    for candidate in candidates:
-        if candidate and (Path(candidate) / "documents.jsonl").is_file():
-            return Path(candidate)
-    return None
 
 
-def require_optional(module_name: str, what: str):
-    """Import an optional test dependency, or skip with the reason (missing or broken install)."""
-    import importlib
-
-    try:
-        return importlib.import_module(module_name)
-    except ImportError as exc:
-        pytest.skip(f"{what} not usable: {exc}")
 
 
 @pytest.fixture(scope="module")

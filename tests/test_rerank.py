@@ -18,22 +18,13 @@ from windowrag_pg.embed.base import MissingExtraError
 from windowrag_pg.rerank import Reranker, RerankError, get_reranker
 from windowrag_pg.rerank.onnx_cross_encoder import DEFAULT_MODEL_ID, OnnxCrossEncoder
 
+from .conftest import require_optional, squad_dev_dir
+
 # INT8 dynamic quantisation scales activations per batch, so a pair's probability moves with
 # its batch neighbours (measured up to 0.08 near p=0.5 on squad-dev paragraphs).
 SAME_PAIR_OTHER_BATCH_TOLERANCE = 0.12
 
 
-def squad_dev_dir() -> Path | None:
-    candidates = [
-        os.environ.get("WINDOWRAG_SQUAD_DEV"),
-        os.environ.get("WINDOWRAG_EVAL_DIR") and Path(os.environ["WINDOWRAG_EVAL_DIR"]) / "squad-dev",
-        Path(__file__).resolve().parents[2] / "shared" / "eval" / "squad-dev",  # shared/ beside the repo
-        "/work/shared/eval/squad-dev",
-    ]
-    for candidate in candidates:
-        if candidate and (Path(candidate) / "documents.jsonl").is_file():
-            return Path(candidate)
-    return None
 
 
 def paragraphs_with_offsets(text: str) -> list[tuple[int, str]]:
@@ -44,14 +35,6 @@ def paragraphs_with_offsets(text: str) -> list[tuple[int, str]]:
     return result
 
 
-def require_optional(module_name: str, what: str):
-    """Import an optional test dependency, or skip with the reason (missing or broken install)."""
-    import importlib
-
-    try:
-        return importlib.import_module(module_name)
-    except ImportError as exc:
-        pytest.skip(f"{what} not usable: {exc}")
 
 
 @pytest.fixture(scope="module")
