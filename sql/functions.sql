@@ -1,5 +1,7 @@
 -- Retrieval functions, callable from psql and used by the Python API (one implementation).
--- Idempotent (CREATE OR REPLACE): migrations re-apply this file when it changes.
+-- The current definitions, installed by migration 0004. Migrations replay history, so a change
+-- here needs a new migration that re-applies this file and freezes the version it replaces for
+-- its downgrade (as sql/functions_0002.sql holds what 0002 installed).
 --
 --   windowrag.bm25_search(collection, query_text, n)                 true Okapi BM25 over sentences
 --   windowrag.dense_search(collection, query_embedding, n)           cosine top-n through HNSW
@@ -35,14 +37,16 @@ $$;
 -- the tie-break (sentence id) makes the ranking deterministic.
 -- Without a document filter (top-k over the whole collection), two phases bound the work:
 -- the per_term_limit strongest postings of each query term (impact order) give each candidate a
--- lower bound of its score; the max(10·n, 500) best candidates are then scored exactly. Returned
--- scores are always exact; the ranking can differ from scoring every matching sentence only for
--- sentences outside every term's strongest postings (docs/performance.md measures it).
+-- lower bound of its score; the shortlist_size (default max(10·n, 500)) best candidates are
+-- then scored exactly, probing only the terms whose list was cut and did not show them.
+-- Returned scores are always exact; the ranking can differ from scoring every matching sentence
+-- only for sentences that the lower bounds left out (docs/performance.md measures it).
 -- With a filter, every matching sentence of those documents is scored exactly (GIN).
 CREATE OR REPLACE FUNCTION windowrag.bm25_search(
     collection text, query_text text, n integer DEFAULT 50,
     document_ids bigint[] DEFAULT NULL,
-    k1 float8 DEFAULT 1.2, b float8 DEFAULT 0.75, per_term_limit integer DEFAULT 1000)
+    k1 float8 DEFAULT 1.2, b float8 DEFAULT 0.75, per_term_limit integer DEFAULT 1000,
+    shortlist_size integer DEFAULT NULL)
 RETURNS TABLE (sentence_id bigint, score float8, rank integer)
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
@@ -64,37 +68,45 @@ BEGIN
     IF document_ids IS NULL THEN
         RETURN QUERY
         WITH q AS (
-            SELECT t.lexeme, ln(1 + (n_sentences - t.df + 0.5) / (t.df + 0.5)) AS idf
+            SELECT t.lexeme, t.df > per_term_limit AS cut,
+                   ln(1 + (n_sentences - t.df + 0.5) / (t.df + 0.5)) AS idf
             FROM windowrag.bm25_terms t
             WHERE t.collection_id = cid AND t.lexeme = ANY (lexemes)
         ), top AS (
             -- phase 1: the per_term_limit strongest postings of each term (an index-only scan of
-            -- bm25_postings_impact, which INCLUDEs tf and length) ...
-            SELECT t.sentence_id, q.idf * windowrag.bm25_term_weight(t.tf, t.doc_length, avg_length, k1, b) AS w
+            -- bm25_postings_impact, which INCLUDEs tf and length), each with its exact weight
+            SELECT q.lexeme, t.sentence_id,
+                   q.idf * windowrag.bm25_term_weight(t.tf, t.doc_length, avg_length, k1, b) AS w
             FROM q CROSS JOIN LATERAL (
                 SELECT p.sentence_id, p.tf, p.doc_length FROM windowrag.bm25_postings p
                 WHERE p.collection_id = cid AND p.lexeme = q.lexeme
                 ORDER BY p.impact DESC
                 LIMIT per_term_limit) t
         ), shortlist AS (
-            -- ... summed into a lower bound of each candidate's score (exact when no list was
-            -- cut); the best shortlist_size candidates go on to exact scoring
-            SELECT top.sentence_id FROM top
+            -- ... summed into a lower bound of each candidate's score; the best shortlist_size
+            -- candidates go on to exact scoring
+            SELECT top.sentence_id, sum(top.w) AS listed, array_agg(top.lexeme) AS found
+            FROM top
             GROUP BY top.sentence_id
             ORDER BY sum(top.w) DESC, top.sentence_id
-            LIMIT greatest(10 * n, 500)
-        ), scored AS (
-            -- phase 2: exact scores, one primary-key probe per (candidate, term); OFFSET 0 keeps
-            -- the planner from turning the probes into a hash join over whole posting lists
+            LIMIT coalesce(shortlist_size, greatest(10 * n, 500))
+        ), missing AS (
+            -- phase 2: what the lists did not show. A term whose list was not cut (df <=
+            -- per_term_limit) is complete: a candidate absent from it does not contain it. Only
+            -- (candidate, cut term absent from its list) pairs need a primary-key probe; OFFSET 0
+            -- keeps the planner from turning the probes into a hash join over whole posting lists
             SELECT sl.sentence_id,
-                   round(sum(q.idf * windowrag.bm25_term_weight(p.tf, p.doc_length, avg_length, k1, b))::numeric, 9)::float8 AS score
+                   sum(q.idf * windowrag.bm25_term_weight(p.tf, p.doc_length, avg_length, k1, b)) AS w
             FROM shortlist sl
-            CROSS JOIN q
+            JOIN q ON q.cut AND q.lexeme <> ALL (sl.found)
             CROSS JOIN LATERAL (
                 SELECT x.tf, x.doc_length FROM windowrag.bm25_postings x
                 WHERE x.collection_id = cid AND x.lexeme = q.lexeme AND x.sentence_id = sl.sentence_id
                 OFFSET 0) p
             GROUP BY sl.sentence_id
+        ), scored AS (
+            SELECT sl.sentence_id, round((sl.listed + coalesce(m.w, 0))::numeric, 9)::float8 AS score
+            FROM shortlist sl LEFT JOIN missing m ON m.sentence_id = sl.sentence_id
         )
         SELECT sc.sentence_id, sc.score, (row_number() OVER (ORDER BY sc.score DESC, sc.sentence_id))::integer
         FROM scored sc

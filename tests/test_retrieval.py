@@ -61,6 +61,23 @@ def test_bm25_equals_rank_bm25(conn, contractnli_collection):
         assert [s for _, s in got] == pytest.approx(reference_top, rel=1e-6)
 
 
+def test_bm25_scores_stay_exact_when_posting_lists_are_cut(conn, contractnli_collection):
+    """With per_term_limit far below the document frequencies, candidates come from truncated
+    lists and phase 2 must probe the terms each candidate was not listed under."""
+    ids, _, model = bm25_reference(conn, contractnli_collection)
+    position = {sid: i for i, sid in enumerate(ids)}
+    for query in QUERIES:
+        lexemes = conn.execute("SELECT windowrag.query_lexemes('english', %s)", [query]).fetchone()[0]
+        expected = model.get_scores(lexemes)
+        got = conn.execute(
+            "SELECT sentence_id, score FROM windowrag.bm25_search(%s, %s, 10, per_term_limit => 3, shortlist_size => 30)",
+            [contractnli_collection, query]).fetchall()
+        assert len(got) == 10
+        for sentence_id, score in got:
+            assert score == pytest.approx(expected[position[sentence_id]], rel=1e-6)
+        assert [score for _, score in got] == sorted((score for _, score in got), reverse=True)
+
+
 def test_bm25_with_a_document_filter_scores_the_same(conn, contractnli_collection):
     ids, doc_of, model = bm25_reference(conn, contractnli_collection)
     document = doc_of[len(doc_of) // 2]

@@ -1,4 +1,4 @@
-"""Retrieval functions: BM25, dense, hybrid (RRF), windows (sql/functions.sql).
+"""Retrieval functions: BM25, dense, hybrid (RRF), windows (sql/functions_0002.sql, frozen).
 
 Revision ID: 0002
 Revises: 0001
@@ -26,7 +26,7 @@ FUNCTIONS = (
 
 
 def upgrade() -> None:
-    op.execute(load_sql("functions"))
+    op.execute(load_sql("functions_0002"))
 
 
 def downgrade() -> None:
