@@ -632,6 +632,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--batch", type=int, default=10_000, help="rows per INSERT ... SELECT statement")
     parser.add_argument("--handbook-every", type=int, default=16, help="handbook pages used: every N-th (0: none)")
+    parser.add_argument("--contractnli-every", type=int, default=0, help="ContractNLI contracts used: every N-th (0: none)")
+    parser.add_argument("--name-prefix", default="bench",
+                        help="collections are PREFIX_SIZE; use another prefix for another base corpus")
     parser.add_argument("--study-queries", type=int, default=100, help="queries for the BM25 / ef_search studies")
     parser.add_argument("--ef", type=int, nargs="+", default=[40, 64, 100, 200, 400])
     parser.add_argument("--no-studies", action="store_true")
@@ -646,11 +649,15 @@ def main() -> None:
     squad_texts, squad_vecs = cached_units("squad", EVAL / "squad-dev" / "documents.jsonl", 1, embedder)
     hb_texts, hb_vecs = ([], np.zeros((0, DIM), np.float32)) if args.handbook_every == 0 else cached_units(f"handbook_every{args.handbook_every}", EVAL / "handbook" / "documents.jsonl",
                                      args.handbook_every, embedder)
-    texts = squad_texts + hb_texts
-    base = np.concatenate([squad_vecs, hb_vecs]).astype(np.float32)
+    cn_texts, cn_vecs = ([], np.zeros((0, DIM), np.float32)) if args.contractnli_every == 0 else cached_units(
+        f"contractnli_every{args.contractnli_every}", EVAL / "contractnli-dev" / "documents.jsonl",
+        args.contractnli_every, embedder)
+    texts = squad_texts + hb_texts + cn_texts
+    base = np.concatenate([squad_vecs, hb_vecs, cn_vecs]).astype(np.float32)
     tokens = embedder.count_tokens(texts)
     queries, qvecs = load_queries(embedder, args.queries + args.warmup, args.seed)
-    report.append(f"- real units: {len(squad_texts)} squad-dev + {len(hb_texts)} handbook = {len(texts)} "
+    report.append(f"- real units: {len(squad_texts)} squad-dev + {len(hb_texts)} handbook + {len(cn_texts)} "
+                  f"ContractNLI = {len(texts)} "
                   f"({len(set(texts))} distinct texts); queries: {len(queries)} SQuAD dev questions "
                   f"({args.warmup} warm-up + {args.queries} measured), seed {args.seed}; noise sigma {args.noise}")
     url = configure_server(args.home)
@@ -667,7 +674,7 @@ def main() -> None:
     studies: list[str] = []
     explains: list[str] = []
     for size in args.sizes:
-        name = f"bench_{size}"
+        name = f"{args.name_prefix}_{size}"
         source, vectors = make_vectors(base, size, args.noise, args.seed + size)
         row = collection_row(conn, name)
         if row is not None:

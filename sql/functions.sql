@@ -1,7 +1,8 @@
 -- Retrieval functions, callable from psql and used by the Python API (one implementation).
--- The current definitions, installed by migration 0004. Migrations replay history, so a change
+-- The current definitions, installed by migration 0005. Migrations replay history, so a change
 -- here needs a new migration that re-applies this file and freezes the version it replaces for
--- its downgrade (as sql/functions_0002.sql holds what 0002 installed).
+-- its downgrade (as sql/functions_0002.sql and sql/functions_0004.sql hold what 0002 and 0004
+-- installed).
 --
 --   windowrag.bm25_search(collection, query_text, n)                 true Okapi BM25 over sentences
 --   windowrag.dense_search(collection, query_embedding, n)           cosine top-n through HNSW
@@ -227,7 +228,7 @@ CREATE OR REPLACE FUNCTION windowrag.search_windows(
     candidates integer DEFAULT 50, clamp text DEFAULT 'section', rrf_k integer DEFAULT 60,
     dense_weight float8 DEFAULT 1.0, bm25_weight float8 DEFAULT 1.0,
     document_ids bigint[] DEFAULT NULL, ef_search integer DEFAULT 100,
-    k1 float8 DEFAULT 1.2, b float8 DEFAULT 0.75)
+    k1 float8 DEFAULT 1.2, b float8 DEFAULT 0.75, max_sentences integer DEFAULT NULL)
 RETURNS TABLE (
     segment_rank integer, document_id bigint, external_id text, title text, section_path text[],
     first_ordinal integer, last_ordinal integer, start_char integer, end_char integer,
@@ -249,6 +250,11 @@ DECLARE
     target integer;
     i integer;
     hit_json jsonb;
+    budget integer := coalesce(max_sentences, k * (2 * window_size + 1));
+    covered integer := 0;
+    new_lo integer;
+    new_hi integer;
+    absorbed integer;
 BEGIN
     IF clamp NOT IN ('section', 'document') THEN
         RAISE EXCEPTION 'windowrag: clamp must be section or document, not %', quote_literal(clamp)
@@ -256,6 +262,10 @@ BEGIN
     END IF;
     IF k <= 0 OR window_size < 0 THEN
         RAISE EXCEPTION 'windowrag: k must be positive and window_size non-negative (got %, %)', k, window_size
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF max_sentences IS NOT NULL AND max_sentences <= 0 THEN
+        RAISE EXCEPTION 'windowrag: max_sentences must be positive (got %)', max_sentences
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     FOR hit IN
@@ -274,6 +284,35 @@ BEGIN
         grp := CASE WHEN clamp = 'section' THEN hit.section_id ELSE hit.document_id END;
         hit_json := jsonb_build_object('sentence_ordinal', hit.ordinal, 'dense_rank', hit.dense_rank,
                                        'bm25_rank', hit.bm25_rank, 'rrf_score', hit.rrf_score);
+        -- What would this window add? The union with the segments it overlaps or touches;
+        -- a window that would take the segments past the sentence budget is skipped (in short
+        -- scoped documents hits keep landing next to each other, and merging them all would
+        -- grow one segment to most of the document).
+        new_lo := lo;
+        new_hi := hi;
+        absorbed := 0;
+        FOR i IN 1 .. cardinality(seg_lo) LOOP
+            IF seg_group[i] = grp AND seg_doc[i] = hit.document_id
+               AND seg_lo[i] <= hi + 1 AND lo <= seg_hi[i] + 1 THEN
+                new_lo := least(new_lo, seg_lo[i]);
+                new_hi := greatest(new_hi, seg_hi[i]);
+                absorbed := absorbed + seg_hi[i] - seg_lo[i] + 1;
+            END IF;
+        END LOOP;
+        IF absorbed = 0 AND cardinality(seg_lo) >= k THEN
+            EXIT;  -- k segments are full: the walk ends at the first hit that would open another
+        END IF;
+        IF covered + (new_hi - new_lo + 1) - absorbed > budget AND (new_hi - new_lo + 1) > absorbed THEN
+            -- over budget: the hit only counts where a segment already holds its sentence
+            FOR i IN 1 .. cardinality(seg_lo) LOOP
+                IF seg_group[i] = grp AND seg_doc[i] = hit.document_id
+                   AND hit.ordinal BETWEEN seg_lo[i] AND seg_hi[i] THEN
+                    seg_hits[i] := seg_hits[i] || hit_json;
+                END IF;
+            END LOOP;
+            CONTINUE;
+        END IF;
+        covered := covered + (new_hi - new_lo + 1) - absorbed;
         target := NULL;
         i := 1;
         WHILE i <= cardinality(seg_lo) LOOP

@@ -7,4 +7,4 @@ FROM windowrag.search_windows(
     k => %(k)s, window_size => %(window)s, mode => %(mode)s, candidates => %(candidates)s,
     clamp => %(clamp)s, rrf_k => %(rrf_k)s, dense_weight => %(dense_weight)s,
     bm25_weight => %(bm25_weight)s, document_ids => {document_ids}, ef_search => %(ef_search)s,
-    k1 => %(k1)s, b => %(b)s)
+    k1 => %(k1)s, b => %(b)s, max_sentences => %(max_sentences)s)

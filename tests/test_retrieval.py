@@ -12,7 +12,7 @@ import pytest
 
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.retrieve.filters import FilterError
-from windowrag_pg.retrieve.retriever import QueryError, Retriever
+from windowrag_pg.retrieve.retriever import QueryError, Retriever, SearchOptions
 from windowrag_pg.sources import SourceDocument
 
 QUERIES = [
@@ -167,6 +167,35 @@ def test_windows_never_send_a_sentence_twice(conn, contractnli_collection, embed
             assert not (seen & span)
             seen |= span
         assert [c.score for c in contexts] == sorted((c.score for c in contexts), reverse=True)
+
+
+def test_segments_stop_at_the_sentence_budget(conn, contractnli_collection, embedder):
+    """In one scoped contract, hits keep landing next to each other; the walk must not merge
+    them into most of the document: k windows' worth of sentences at most (or max_sentences)."""
+    retriever = Retriever(conn, embedder=embedder, collection=contractnli_collection)
+    external_id = conn.execute(
+        "SELECT d.external_id FROM windowrag.documents d JOIN windowrag.collections c ON c.id = d.collection_id"
+        " WHERE c.name = %s ORDER BY d.sentence_count DESC LIMIT 1", [contractnli_collection]).fetchone()[0]
+    scope = {"document_id": external_id}
+
+    def sentences(contexts):
+        return sum(c.last_ordinal - c.first_ordinal + 1 for c in contexts)
+
+    unbounded = []
+    for query in QUERIES:
+        contexts = retriever.search(query, k=5, window=3, filters=scope, candidates=50).contexts
+        assert contexts and sentences(contexts) <= 5 * 7
+        unbounded.append(sentences(retriever.search_with(
+            query, SearchOptions(k=5, window=3, candidates=50, max_sentences=100_000), filters=scope).contexts))
+        tight = retriever.search_with(query, SearchOptions(k=5, window=3, candidates=50, max_sentences=9),
+                                      filters=scope).contexts
+        assert tight and sentences(tight) <= 9
+        # every reported hit lies inside its context
+        for c in contexts + tight:
+            assert all(c.first_ordinal <= h.sentence_ordinal <= c.last_ordinal for h in c.hits)
+    assert max(unbounded) > 5 * 7  # the budget is what kept them small
+    with pytest.raises(QueryError, match="max_sentences"):
+        retriever.search_with(QUERIES[0], SearchOptions(max_sentences=0))
 
 
 def test_sql_function_equals_python_api(conn, contractnli_collection, embedder):

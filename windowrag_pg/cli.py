@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
                    help="rerank windows with the cross-encoder (default: off, see docs/evaluation.md)")
     p.add_argument("--rerank-candidates", type=int, default=None, help="windows to rerank")
+    p.add_argument("--rerank-tokens", type=int, default=None,
+                   help="tokens of each window the cross-encoder reads (whole sentences around the hits)")
     p.add_argument("--rse", default=None, help="RSE preset: balanced, precision, find_all or none")
     p.add_argument("--token-budget", type=int, default=None)
     p.add_argument("--order", default="score", choices=["score", "document"])
@@ -154,6 +156,7 @@ def cmd_query(args) -> int:
         k=args.k, window=args.window, mode=args.mode, candidates=args.candidates, clamp=args.clamp,
         rerank=defaults.rerank if args.rerank is None else args.rerank,
         rerank_candidates=args.rerank_candidates or defaults.rerank_candidates,
+        rerank_tokens=args.rerank_tokens or defaults.rerank_tokens,
         rse=defaults.rse if args.rse is None else (None if args.rse.lower() == "none" else args.rse),
         token_budget=args.token_budget, order=args.order,
     )

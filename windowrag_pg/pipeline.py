@@ -20,7 +20,7 @@ from .assemble.context import (
 from .db.sqlfiles import load_sql
 from .embed.base import Embedder
 from .rerank.base import Reranker
-from .retrieve.retriever import Context, Retriever, SearchOptions
+from .retrieve.retriever import Context, QueryError, Retriever, SearchOptions
 from .segment.relevance import window_sentence_relevance
 from .segment.rse import RSEParams, best_segments, get_params
 
@@ -36,6 +36,9 @@ class PipelineOptions:
     mode: str = "hybrid"
     rerank: bool = False
     rerank_candidates: int = 20
+    # the cross-encoder reads at most this many tokens of each window: whole sentences around
+    # its hits (None: the whole window, up to the model's own limit). Its cost grows with length.
+    rerank_tokens: int | None = None
     rse: str | RSEParams | None = None
     token_budget: int | None = None
     candidates: int = 20
@@ -45,6 +48,12 @@ class PipelineOptions:
     rrf_k: int = 60
     # RSE inside a window: relevance fades with distance to the nearest hit (sentences)
     proximity_scale: float = 4.0
+
+    def __post_init__(self) -> None:
+        for name in ("rerank_candidates", "rerank_tokens"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 10_000):
+                raise QueryError(f"{name} must be an integer between 1 and 10000, not {value!r}")
 
 
 @dataclass(slots=True)
@@ -111,7 +120,8 @@ class Pipeline:
 
         mark = time.perf_counter()
         if options.rerank and windows:
-            scores = self.reranker.score(retrieved.query, [w.context.text for w in windows])
+            passages = [rerank_passage(w.context, w.sentences, options.rerank_tokens) for w in windows]
+            scores = self.reranker.score(retrieved.query, passages)
             for window, score in zip(windows, scores):
                 window.score = float(score)
             windows.sort(key=lambda w: (-w.score, w.retrieval_rank))
@@ -249,6 +259,20 @@ class Pipeline:
         }).fetchall()
         for context, (text,) in zip(contexts, rows):
             context.text = text
+
+
+def rerank_passage(context: Context, sentences: Sequence[SentenceInfo], max_tokens: int | None) -> str:
+    """What the cross-encoder reads of a window: whole sentences around its hits within
+    MAX_TOKENS (the hit sentence alone when even that is longer; the model truncates it)."""
+    if max_tokens is None or sum(s.token_count for s in sentences) <= max_tokens:
+        return context.text
+    anchors = {h.sentence_ordinal for h in context.hits}
+    span = fit_sentences(sentences, budget=max_tokens, anchors=anchors)
+    if span is None:
+        hit = next((i for i, s in enumerate(sentences) if s.ordinal in anchors), len(sentences) // 2)
+        span = (hit, hit)
+    first, last = sentences[span[0]], sentences[span[1]]
+    return context.text[first.start_char - context.start_char: last.end_char - context.start_char]
 
 
 def _window_trace(window: _Window) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""BM25 phase 2 probes only cut terms; shortlist_size argument (sql/functions.sql).
+"""BM25 phase 2 probes only cut terms; shortlist_size argument (sql/functions_0004.sql, frozen).
 
 Revision ID: 0004
 Revises: 0003
@@ -23,7 +23,7 @@ NEW_BM25 = "windowrag.bm25_search(text, text, integer, bigint[], float8, float8,
 
 def upgrade() -> None:
     op.execute(f"DROP FUNCTION IF EXISTS {OLD_BM25}")
-    op.execute(load_sql("functions"))
+    op.execute(load_sql("functions_0004"))
 
 
 def downgrade() -> None:

@@ -79,6 +79,7 @@ class EvalConfig:
     rrf_k: int = 60
     rerank: bool = False
     rerank_candidates: int = 20
+    rerank_tokens: int | None = None
     rse: str | RSEParams | None = None
     token_budget: int | None = None
     clamp: str = "section"
@@ -100,6 +101,7 @@ class EvalConfig:
         return {
             "k": self.k, "window": self.window, "mode": self.mode, "candidates": self.candidates,
             "rrf_k": self.rrf_k, "rerank": self.rerank, "rerank_candidates": self.rerank_candidates,
+            "rerank_tokens": self.rerank_tokens,
             "rse": self.rse, "token_budget": self.token_budget, "clamp": self.clamp, "order": self.order,
         }
 

@@ -82,6 +82,8 @@ class SearchOptions:
     ef_search: int = 100
     k1: float = 1.2
     b: float = 0.75
+    # sentences all segments may hold together; None: k · (2 · window + 1), k windows' worth
+    max_sentences: int | None = None
 
     def check(self) -> None:
         if self.mode not in MODES:
@@ -92,6 +94,9 @@ class SearchOptions:
             value = getattr(self, name)
             if not isinstance(value, int) or not 1 <= value <= 10_000:
                 raise QueryError(f"{name} must be an integer between 1 and 10000, not {value!r}")
+        if self.max_sentences is not None and (not isinstance(self.max_sentences, int)
+                                               or not 1 <= self.max_sentences <= 1_000_000):
+            raise QueryError(f"max_sentences must be an integer between 1 and 1000000, not {self.max_sentences!r}")
         if not isinstance(self.window, int) or not 0 <= self.window <= 1000:
             raise QueryError(f"window must be an integer between 0 and 1000, not {self.window!r}")
         for name in ("dense_weight", "bm25_weight", "k1", "b"):
@@ -188,6 +193,7 @@ def build_search_statement(collection: str, query: str, embedding: np.ndarray | 
         mode=options.mode, candidates=options.candidates, clamp=options.clamp, rrf_k=options.rrf_k,
         dense_weight=float(options.dense_weight), bm25_weight=float(options.bm25_weight),
         ef_search=options.ef_search, k1=float(options.k1), b=float(options.b),
+        max_sentences=options.max_sentences,
     )
     return statement, params
 

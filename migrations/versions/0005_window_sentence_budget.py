@@ -1,0 +1,33 @@
+"""search_windows stops growing segments at a sentence budget (sql/functions.sql).
+
+Revision ID: 0005
+Revises: 0004
+
+search_windows gains max_sentences (default k · (2 · window_size + 1)): a hit whose window would
+take the segments past it is skipped. Its old signature is dropped first (CREATE OR REPLACE with
+another argument list would add an ambiguous overload). The downgrade re-installs what 0004
+installed (sql/functions_0004.sql). No table changes.
+"""
+from alembic import op
+
+from windowrag_pg.db.sqlfiles import load_sql
+
+revision = "0005"
+down_revision = "0004"
+branch_labels = None
+depends_on = None
+
+ARGUMENTS = ("text, text, vector, integer, integer, text, integer, text, integer, float8, float8, bigint[], "
+             "integer, float8, float8")
+OLD = f"windowrag.search_windows({ARGUMENTS})"
+NEW = f"windowrag.search_windows({ARGUMENTS}, integer)"
+
+
+def upgrade() -> None:
+    op.execute(f"DROP FUNCTION IF EXISTS {OLD}")
+    op.execute(load_sql("functions"))
+
+
+def downgrade() -> None:
+    op.execute(f"DROP FUNCTION IF EXISTS {NEW}")
+    op.execute(load_sql("functions_0004"))
