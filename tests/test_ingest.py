@@ -156,7 +156,9 @@ def test_jsonl_bad_lines_are_reported_with_line_numbers(conn, collection_name, e
         "{not json",
         json.dumps({"id": "nofmt", "text": "x", "format": "docx"}),
         json.dumps({"title": "no id", "text": "x"}),
+        json.dumps({"id": "blank", "text": "   \u200b  ", "format": "markdown"}),  # fails in the parser
     ]))
     report = Ingestor(conn, collection=collection_name, embedder=embedder).ingest(iter_sources([path]))
     assert report.added == 1
-    assert sorted(e.name.rsplit(":", 1)[1] for e in report.errors) == ["2", "3", "4"]
+    assert sorted(e.name.rsplit(":", 1)[1] for e in report.errors) == ["2", "3", "4", "5"]
+    assert all(e.name.startswith(str(path)) for e in report.errors)

@@ -133,7 +133,7 @@ class Ingestor:
         def flush() -> None:
             for prepared, outcome in self._embed_and_write(pending, report):
                 if isinstance(outcome, Exception):
-                    fail(prepared.source.source or prepared.source.external_id, outcome)
+                    fail(prepared.source.name, outcome)
                     continue
                 status, sections, units = outcome
                 setattr(report, status, getattr(report, status) + 1)
@@ -153,7 +153,7 @@ class Ingestor:
             try:
                 prepared = self.prepare(source)
             except INGEST_ERRORS as exc:
-                fail(source.source or source.external_id, exc)
+                fail(source.name, exc)
                 continue
             if prepared is None:
                 report.unchanged += 1

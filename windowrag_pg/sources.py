@@ -34,6 +34,12 @@ class SourceDocument:
     data: bytes | None = None  # pdf
     source: str | None = None
     metadata: dict = field(default_factory=dict)
+    origin: str | None = None  # where it was read (file, or file:line of a JSON-lines record), for errors
+
+    @property
+    def name(self) -> str:
+        """How errors name this document: where it was read, else its source or id."""
+        return self.origin or self.source or self.external_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +132,7 @@ def _read_jsonl(path: Path) -> Iterator[SourceDocument | SourceError]:
                 text=record["text"],
                 source=record.get("source") or str(path),
                 metadata=record.get("metadata") or {},
+                origin=name,
             )
             try:
                 check_source(document)
