@@ -37,16 +37,17 @@ $$;
 -- the order of its terms (which the plan decides), and equal scores must compare equal so that
 -- the tie-break (sentence id) makes the ranking deterministic.
 -- Without a document filter (top-k over the whole collection), two phases bound the work:
--- the per_term_limit strongest postings of each query term (impact order) give each candidate a
--- lower bound of its score; the shortlist_size (default max(10·n, 500)) best candidates are
--- then scored exactly, probing only the terms whose list was cut and did not show them.
--- Returned scores are always exact; the ranking can differ from scoring every matching sentence
--- only for sentences that the lower bounds left out (docs/performance.md measures it).
+-- each query term's strongest postings (impact order; all of them up to per_term_limit, a longer
+-- list cut in proportion to the term's idf) give each candidate a lower bound of its
+-- score; the shortlist_size best candidates (default max(4·n, 200)) are then scored exactly from
+-- their tsvectors. Returned scores are always exact; the ranking can differ from scoring every
+-- matching sentence only for sentences the lower bounds left out (docs/performance.md measures
+-- it: agreement with exhaustive scoring, and what it costs the hybrid ranking).
 -- With a filter, every matching sentence of those documents is scored exactly (GIN).
 CREATE OR REPLACE FUNCTION windowrag.bm25_search(
     collection text, query_text text, n integer DEFAULT 50,
     document_ids bigint[] DEFAULT NULL,
-    k1 float8 DEFAULT 1.2, b float8 DEFAULT 0.75, per_term_limit integer DEFAULT 1000,
+    k1 float8 DEFAULT 1.2, b float8 DEFAULT 0.75, per_term_limit integer DEFAULT 2000,
     shortlist_size integer DEFAULT NULL)
 RETURNS TABLE (sentence_id bigint, score float8, rank integer)
 LANGUAGE plpgsql STABLE AS $$
@@ -68,46 +69,48 @@ BEGIN
     END IF;
     IF document_ids IS NULL THEN
         RETURN QUERY
-        WITH q AS (
-            SELECT t.lexeme, t.df > per_term_limit AS cut,
-                   ln(1 + (n_sentences - t.df + 0.5) / (t.df + 0.5)) AS idf
+        WITH terms AS (
+            SELECT t.lexeme, t.df, ln(1 + (n_sentences - t.df + 0.5) / (t.df + 0.5)) AS idf
             FROM windowrag.bm25_terms t
             WHERE t.collection_id = cid AND t.lexeme = ANY (lexemes)
+        ), q AS (
+            -- a term with at most per_term_limit postings is read whole (its part of every score
+            -- is then exact); a longer list is cut at a length that follows the term's share of
+            -- the score: per_term_limit for the rarest query term, half as many at half its idf
+            SELECT terms.lexeme, terms.idf,
+                   CASE WHEN terms.df <= per_term_limit THEN terms.df
+                        ELSE greatest(n, ceil(per_term_limit * terms.idf / max(terms.idf) OVER ()))::bigint
+                   END AS list_length  -- never below n: n matching sentences give n results
+            FROM terms
         ), top AS (
-            -- phase 1: the per_term_limit strongest postings of each term (an index-only scan of
-            -- bm25_postings_impact, which INCLUDEs tf and length), each with its exact weight
-            SELECT q.lexeme, t.sentence_id,
+            -- phase 1: each term's strongest postings (an index-only scan of bm25_postings_impact,
+            -- which INCLUDEs tf and length), with their exact weights ...
+            SELECT t.sentence_id,
                    q.idf * windowrag.bm25_term_weight(t.tf, t.doc_length, avg_length, k1, b) AS w
             FROM q CROSS JOIN LATERAL (
                 SELECT p.sentence_id, p.tf, p.doc_length FROM windowrag.bm25_postings p
                 WHERE p.collection_id = cid AND p.lexeme = q.lexeme
                 ORDER BY p.impact DESC
-                LIMIT per_term_limit) t
+                LIMIT q.list_length) t
         ), shortlist AS (
             -- ... summed into a lower bound of each candidate's score; the best shortlist_size
             -- candidates go on to exact scoring
-            SELECT top.sentence_id, sum(top.w) AS listed, array_agg(top.lexeme) AS found
+            SELECT top.sentence_id
             FROM top
             GROUP BY top.sentence_id
             ORDER BY sum(top.w) DESC, top.sentence_id
-            LIMIT coalesce(shortlist_size, greatest(10 * n, 500))
-        ), missing AS (
-            -- phase 2: what the lists did not show. A term whose list was not cut (df <=
-            -- per_term_limit) is complete: a candidate absent from it does not contain it. Only
-            -- (candidate, cut term absent from its list) pairs need a primary-key probe; OFFSET 0
-            -- keeps the planner from turning the probes into a hash join over whole posting lists
-            SELECT sl.sentence_id,
-                   sum(q.idf * windowrag.bm25_term_weight(p.tf, p.doc_length, avg_length, k1, b)) AS w
-            FROM shortlist sl
-            JOIN q ON q.cut AND q.lexeme <> ALL (sl.found)
-            CROSS JOIN LATERAL (
-                SELECT x.tf, x.doc_length FROM windowrag.bm25_postings x
-                WHERE x.collection_id = cid AND x.lexeme = q.lexeme AND x.sentence_id = sl.sentence_id
-                OFFSET 0) p
-            GROUP BY sl.sentence_id
+            LIMIT coalesce(shortlist_size, greatest(4 * n, 200))
         ), scored AS (
-            SELECT sl.sentence_id, round((sl.listed + coalesce(m.w, 0))::numeric, 9)::float8 AS score
-            FROM shortlist sl LEFT JOIN missing m ON m.sentence_id = sl.sentence_id
+            -- phase 2: exact scores from each candidate's own tsvector (one row fetch per
+            -- candidate; cheaper than a posting probe per candidate and term on long queries)
+            SELECT sl.sentence_id,
+                   round(sum(q.idf * windowrag.bm25_term_weight(cardinality(u.positions), s.bm25_length,
+                                                                avg_length, k1, b))::numeric, 9)::float8 AS score
+            FROM shortlist sl
+            JOIN windowrag.sentences s ON s.id = sl.sentence_id
+            CROSS JOIN LATERAL unnest(s.tsv) u
+            JOIN q ON q.lexeme = u.lexeme
+            GROUP BY sl.sentence_id
         )
         SELECT sc.sentence_id, sc.score, (row_number() OVER (ORDER BY sc.score DESC, sc.sentence_id))::integer
         FROM scored sc
