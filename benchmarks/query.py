@@ -540,6 +540,21 @@ def explain(conn, statement: str, keep: int = 40) -> str:
     return "\n".join(lines)
 
 
+
+def bm25_inner_statement(cid: int, n_sent: int, avgdl: float, lexemes_sql: str) -> str:
+    """The unfiltered RETURN QUERY of windowrag.bm25_search, taken from sql/functions.sql, with the
+    plpgsql variables replaced by this collection's constants, so EXPLAIN shows what it runs."""
+    text = load_sql("functions")
+    body = text[text.index("CREATE OR REPLACE FUNCTION windowrag.bm25_search("):]
+    body = body[body.index("RETURN QUERY") + len("RETURN QUERY"): body.index("    ELSE\n")]
+    body = re.sub(r"\s*--[^\n]*", "", body).strip().rstrip(";")
+    for name, value in (("per_term_limit", "2000"), ("shortlist_size", "NULL::integer"), ("avg_length", repr(avgdl)),
+                        ("n_sentences", str(n_sent)), ("cid", str(cid)), ("k1", "1.2"), ("b", "0.75"), ("n", "50"),
+                        ("lexemes", lexemes_sql)):
+        body = re.sub(rf"(?<![\w.]){name}(?![\w(])", value, body)
+    return body
+
+
 def explain_section(conn, name: str, cid: int, query: str, qvec: np.ndarray, pgdata: Path) -> list[str]:
     lexemes = conn.execute("SELECT windowrag.query_lexemes('english', %s)", [query]).fetchone()[0]
     n_sent, avgdl = conn.execute("SELECT n_sentences, total_length::float8 / n_sentences FROM windowrag.bm25_stats "
@@ -556,19 +571,8 @@ def explain_section(conn, name: str, cid: int, query: str, qvec: np.ndarray, pgd
   SELECT s.id, (s.embedding::vector({DIM}) <=> '{vec}'::vector({DIM}))::float8 AS distance
   FROM windowrag.sentences s WHERE s.collection_id = {cid}
   ORDER BY s.embedding::vector({DIM}) <=> '{vec}'::vector({DIM}) LIMIT 50) x ORDER BY x.distance, x.id"""
-    bm25 = f"""WITH q AS (
-  SELECT t.lexeme, ln(1 + ({n_sent} - t.df + 0.5) / (t.df + 0.5)) AS idf FROM windowrag.bm25_terms t
-  WHERE t.collection_id = {cid} AND t.lexeme = ANY ({lex})
-), candidates AS (
-  SELECT DISTINCT top.sentence_id FROM q CROSS JOIN LATERAL (
-    SELECT p.sentence_id FROM windowrag.bm25_postings p WHERE p.collection_id = {cid} AND p.lexeme = q.lexeme
-    ORDER BY p.impact DESC LIMIT 1000) top
-), scored AS (
-  SELECT c.sentence_id, sum(q.idf * windowrag.bm25_term_weight(p.tf, p.doc_length, {avgdl}, 1.2, 0.75)) AS score
-  FROM candidates c CROSS JOIN q JOIN windowrag.bm25_postings p
-    ON p.collection_id = {cid} AND p.lexeme = q.lexeme AND p.sentence_id = c.sentence_id
-  GROUP BY c.sentence_id)
-SELECT sc.sentence_id, sc.score FROM scored sc ORDER BY sc.score DESC, sc.sentence_id LIMIT 50"""
+    # the BM25 function's own inner statement, with its variables as constants (text from sql/functions.sql)
+    bm25 = bm25_inner_statement(cid, n_sent, avgdl, lex)
     gin = f"""SELECT s.id FROM windowrag.sentences s
 WHERE s.collection_id = {cid} AND s.document_id = ANY ({doc_arr})
   AND s.tsv @@ replace(plainto_tsquery('english', '{query.replace("'", "''")}')::text, ' & ', ' | ')::tsquery"""
