@@ -253,7 +253,7 @@ DECLARE
     target integer;
     i integer;
     hit_json jsonb;
-    budget integer := coalesce(max_sentences, k * (2 * window_size + 1));
+    budget integer := coalesce(max_sentences, 2147483647);  -- NULL: no budget
     covered integer := 0;
     new_lo integer;
     new_hi integer;
@@ -287,9 +287,9 @@ BEGIN
         grp := CASE WHEN clamp = 'section' THEN hit.section_id ELSE hit.document_id END;
         hit_json := jsonb_build_object('sentence_ordinal', hit.ordinal, 'dense_rank', hit.dense_rank,
                                        'bm25_rank', hit.bm25_rank, 'rrf_score', hit.rrf_score);
-        -- What would this window add? The union with the segments it overlaps or touches;
-        -- a window that would take the segments past the sentence budget is skipped (in short
-        -- scoped documents hits keep landing next to each other, and merging them all would
+        -- What would this window add? The union with the segments it overlaps or touches. With
+        -- max_sentences, a window that would take the segments past it is skipped (in short
+        -- scoped documents hits keep landing next to each other, and merging them all can
         -- grow one segment to most of the document).
         new_lo := lo;
         new_hi := hi;

@@ -66,3 +66,24 @@ def test_format_context_numbers_and_cites_blocks():
     block = format_context([context("doc-1", 0.9, [3]), context("doc-2", 0.5, [3])])
     assert block.startswith("[1] [doc-1] › A, chars 0–10\ntext of doc-1")
     assert "\n\n[2] [doc-2] › A" in block
+
+
+def test_rerank_passage_reads_whole_sentences_around_the_hits():
+    from windowrag_pg.pipeline import rerank_passage
+    from windowrag_pg.retrieve.retriever import Context, Hit
+
+    words = ["Alpha one.", "Beta two.", "Gamma three.", "Delta four.", "Epsilon five."]
+    text = " ".join(words)
+    sents, position = [], 0
+    for i, word in enumerate(words):
+        sents.append(SentenceInfo(ordinal=10 + i, start_char=100 + position, end_char=100 + position + len(word),
+                                  token_count=4, section_id=1))
+        position += len(word) + 1
+    window = Context(document_id="d", title=None, section_path=[], start_char=100, end_char=100 + len(text),
+                     text=text, score=1.0, hits=[Hit(13, 1, None, 0.1)], first_ordinal=10, last_ordinal=14,
+                     token_count=20)
+    assert rerank_passage(window, sents, None) == text
+    assert rerank_passage(window, sents, 20) == text  # fits whole
+    assert rerank_passage(window, sents, 8) in ("Gamma three. Delta four.", "Delta four. Epsilon five.")
+    assert rerank_passage(window, sents, 4) == "Delta four."  # the hit sentence alone
+    assert rerank_passage(window, sents, 2) == "Delta four."  # longer than the budget: the model truncates it

@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tokens of each window the cross-encoder reads (whole sentences around the hits)")
     p.add_argument("--rse", default=None, help="RSE preset: balanced, precision, find_all or none")
     p.add_argument("--token-budget", type=int, default=None)
+    p.add_argument("--max-sentences", type=int, default=None,
+                   help="sentences the retrieved windows may hold together (default: no budget)")
     p.add_argument("--order", default="score", choices=["score", "document"])
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
                    help="metadata.KEY=V, document_id=ID, source=S; also >=, <=, >, <")
@@ -158,7 +160,7 @@ def cmd_query(args) -> int:
         rerank_candidates=args.rerank_candidates or defaults.rerank_candidates,
         rerank_tokens=args.rerank_tokens or defaults.rerank_tokens,
         rse=defaults.rse if args.rse is None else (None if args.rse.lower() == "none" else args.rse),
-        token_budget=args.token_budget, order=args.order,
+        token_budget=args.token_budget, order=args.order, max_sentences=args.max_sentences,
     )
     reranker = None
     if options.rerank and args.reranker:

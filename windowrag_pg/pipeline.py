@@ -39,6 +39,9 @@ class PipelineOptions:
     # the cross-encoder reads at most this many tokens of each window: whole sentences around
     # its hits (None: the whole window, up to the model's own limit). Its cost grows with length.
     rerank_tokens: int | None = None
+    # sentences the retrieved segments may hold together (None: no budget when k windows are
+    # retrieved; R windows' worth when R > k are retrieved to rerank)
+    max_sentences: int | None = None
     rse: str | RSEParams | None = None
     token_budget: int | None = None
     candidates: int = 20
@@ -50,7 +53,7 @@ class PipelineOptions:
     proximity_scale: float = 4.0
 
     def __post_init__(self) -> None:
-        for name in ("rerank_candidates", "rerank_tokens"):
+        for name in ("rerank_candidates", "rerank_tokens", "max_sentences"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 10_000):
                 raise QueryError(f"{name} must be an integer between 1 and 10000, not {value!r}")
@@ -103,12 +106,15 @@ class Pipeline:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         rse_params = get_params(options.rse) if options.rse is not None else None
-        wanted = options.rerank_candidates if (options.rerank or rse_params) else options.k
+        wanted = max(options.rerank_candidates if (options.rerank or rse_params) else options.k, options.k)
+        # Asked for more windows than it returns (to rerank), the SQL walk would merge ever more
+        # hits into ever bigger windows; it is held to that many windows' worth of sentences.
+        budget = options.max_sentences or (wanted * (2 * options.window + 1) if wanted > options.k else None)
         retrieved = self.retriever.search_with(
             query,
-            SearchOptions(k=max(wanted, options.k), window=options.window, mode=options.mode,
+            SearchOptions(k=wanted, window=options.window, mode=options.mode,
                           candidates=options.candidates, clamp=options.clamp, rrf_k=options.rrf_k,
-                          ef_search=options.ef_search),
+                          ef_search=options.ef_search, max_sentences=budget),
             filters=filters, collection=collection,
         )
         timings.update(retrieved.timings_ms)

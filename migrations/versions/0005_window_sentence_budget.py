@@ -3,8 +3,8 @@
 Revision ID: 0005
 Revises: 0004
 
-search_windows gains max_sentences (default k · (2 · window_size + 1)): a hit whose window would
-take the segments past it is skipped. bm25_search (same arguments) cuts long posting lists in
+search_windows gains max_sentences (default NULL: no budget): a hit whose window would take the
+segments past it is skipped. bm25_search (same arguments) cuts long posting lists in
 proportion to the term's idf (per_term_limit now 2000 for the rarest term), keeps a shortlist of
 max(4·n, 200) and scores it exactly from the sentences' tsvectors (docs/performance.md). Its old signature is dropped first (CREATE OR REPLACE with
 another argument list would add an ambiguous overload). The downgrade re-installs what 0004

@@ -80,6 +80,7 @@ class EvalConfig:
     rerank: bool = False
     rerank_candidates: int = 20
     rerank_tokens: int | None = None
+    max_sentences: int | None = None
     rse: str | RSEParams | None = None
     token_budget: int | None = None
     clamp: str = "section"
@@ -101,7 +102,7 @@ class EvalConfig:
         return {
             "k": self.k, "window": self.window, "mode": self.mode, "candidates": self.candidates,
             "rrf_k": self.rrf_k, "rerank": self.rerank, "rerank_candidates": self.rerank_candidates,
-            "rerank_tokens": self.rerank_tokens,
+            "rerank_tokens": self.rerank_tokens, "max_sentences": self.max_sentences,
             "rse": self.rse, "token_budget": self.token_budget, "clamp": self.clamp, "order": self.order,
         }
 

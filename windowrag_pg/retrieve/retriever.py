@@ -82,7 +82,7 @@ class SearchOptions:
     ef_search: int = 100
     k1: float = 1.2
     b: float = 0.75
-    # sentences all segments may hold together; None: k · (2 · window + 1), k windows' worth
+    # sentences all segments may hold together (None: no budget; merged windows may grow)
     max_sentences: int | None = None
 
     def check(self) -> None:
@@ -144,11 +144,12 @@ class Retriever:
         rrf_k: int = 60,
         dense_weight: float = 1.0,
         bm25_weight: float = 1.0,
+        max_sentences: int | None = None,
         query_embedding: np.ndarray | None = None,
     ) -> SearchResult:
         options = SearchOptions(k=k, window=window, mode=mode, candidates=candidates, clamp=clamp,
                                 rrf_k=rrf_k, dense_weight=dense_weight, bm25_weight=bm25_weight,
-                                ef_search=ef_search)
+                                ef_search=ef_search, max_sentences=max_sentences)
         return self.search_with(query, options, filters=filters, collection=collection,
                                 query_embedding=query_embedding)
 
