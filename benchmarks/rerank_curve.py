@@ -40,9 +40,9 @@ def config_for(r: int, tokens: int):
     from windowrag_pg.evaluation.presets import PRESETS
 
     if r == 0:
-        return PRESETS["rerank"].replace(name="hybrid_c50", rerank=False)
+        return PRESETS["rerank"].replace(name="hybrid_c50", rerank=False, rerank_tokens=None, rerank_token_budget=None)
     return PRESETS["rerank"].replace(name=f"rerank_R{r}_T{tokens or 'all'}", rerank_candidates=r,
-                                     rerank_tokens=tokens or None)
+                                     rerank_tokens=tokens or None, rerank_token_budget=None)
 
 
 def run(args, step: str) -> None:

@@ -87,3 +87,13 @@ def test_rerank_passage_reads_whole_sentences_around_the_hits():
     assert rerank_passage(window, sents, 8) in ("Gamma three. Delta four.", "Delta four. Epsilon five.")
     assert rerank_passage(window, sents, 4) == "Delta four."  # the hit sentence alone
     assert rerank_passage(window, sents, 2) == "Delta four."  # longer than the budget: the model truncates it
+
+
+def test_rerank_count_follows_the_token_budget():
+    from windowrag_pg.pipeline import rerank_count
+
+    assert rerank_count([220] * 20, budget=1800, minimum=5) == 8      # short windows: many
+    assert rerank_count([512] * 3, budget=1800, minimum=5) == 3       # all there are
+    assert rerank_count([900, 900, 900], budget=1800, minimum=1) == 2  # long windows: few
+    assert rerank_count([2000, 10], budget=1800, minimum=1) == 1       # never fewer than minimum
+    assert rerank_count([100] * 30, budget=None, minimum=5) == 30      # no budget: every window

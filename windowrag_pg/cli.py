@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
                    help="rerank windows with the cross-encoder (default: off, see docs/evaluation.md)")
     p.add_argument("--rerank-candidates", type=int, default=None, help="windows to rerank")
+    p.add_argument("--rerank-token-budget", type=int, default=None,
+                   help="tokens the cross-encoder reads in all (it scores windows in retrieval order while they fit; "
+                        "default 1500, about 0.5 s on 2 cores)")
     p.add_argument("--rerank-tokens", type=int, default=None,
                    help="tokens of each window the cross-encoder reads (whole sentences around the hits)")
     p.add_argument("--rse", default=None, help="RSE preset: balanced, precision, find_all or none")
@@ -159,6 +162,7 @@ def cmd_query(args) -> int:
         rerank=defaults.rerank if args.rerank is None else args.rerank,
         rerank_candidates=args.rerank_candidates or defaults.rerank_candidates,
         rerank_tokens=args.rerank_tokens or defaults.rerank_tokens,
+        rerank_token_budget=args.rerank_token_budget or defaults.rerank_token_budget,
         rse=defaults.rse if args.rse is None else (None if args.rse.lower() == "none" else args.rse),
         token_budget=args.token_budget, order=args.order, max_sentences=args.max_sentences,
     )

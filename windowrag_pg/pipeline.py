@@ -35,10 +35,16 @@ class PipelineOptions:
     window: int = 3
     mode: str = "hybrid"
     rerank: bool = False
+    # windows retrieved for the cross-encoder, of which it scores those (in retrieval order, at
+    # least k) whose text fits rerank_token_budget: its cost grows with the tokens it reads
+    # (~0.3 ms a token on 2 cores), so short windows can be many and long ones few
+    # (docs/performance.md, "Rerank stage")
     rerank_candidates: int = 20
+    rerank_token_budget: int | None = 1500
     # the cross-encoder reads at most this many tokens of each window: whole sentences around
-    # its hits (None: the whole window, up to the model's own limit). Its cost grows with length.
-    rerank_tokens: int | None = None
+    # its hits (None: the whole window, up to the model's 512). 384 cuts only long merged
+    # windows; 256 lost recall (docs/performance.md).
+    rerank_tokens: int | None = 384
     # sentences the retrieved segments may hold together (None: no budget when k windows are
     # retrieved; R windows' worth when R > k are retrieved to rerank)
     max_sentences: int | None = None
@@ -53,7 +59,7 @@ class PipelineOptions:
     proximity_scale: float = 4.0
 
     def __post_init__(self) -> None:
-        for name in ("rerank_candidates", "rerank_tokens", "max_sentences"):
+        for name in ("rerank_candidates", "rerank_tokens", "rerank_token_budget", "max_sentences"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 10_000):
                 raise QueryError(f"{name} must be an integer between 1 and 10000, not {value!r}")
@@ -127,6 +133,10 @@ class Pipeline:
         mark = time.perf_counter()
         if options.rerank and windows:
             passages = [rerank_passage(w.context, w.sentences, options.rerank_tokens) for w in windows]
+            read = min(options.rerank_tokens or self.reranker.max_length, self.reranker.max_length)
+            count = rerank_count([min(w.context.token_count, read) for w in windows],
+                                 budget=options.rerank_token_budget, minimum=options.k)
+            windows, passages = windows[:count], passages[:count]  # the rest are never scored
             scores = self.reranker.score(retrieved.query, passages)
             for window, score in zip(windows, scores):
                 window.score = float(score)
@@ -265,6 +275,20 @@ class Pipeline:
         }).fetchall()
         for context, (text,) in zip(contexts, rows):
             context.text = text
+
+
+def rerank_count(tokens: Sequence[int], *, budget: int | None, minimum: int) -> int:
+    """How many windows (in retrieval order) the cross-encoder scores: those whose running token
+    total stays within BUDGET, but never fewer than MINIMUM (nor more than there are)."""
+    if budget is None:
+        return len(tokens)
+    count, used = 0, 0
+    for count, size in enumerate(tokens, start=1):
+        used += size
+        if used > budget:
+            count -= 1
+            break
+    return min(len(tokens), max(count, minimum))
 
 
 def rerank_passage(context: Context, sentences: Sequence[SentenceInfo], max_tokens: int | None) -> str:

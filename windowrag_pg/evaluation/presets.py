@@ -79,7 +79,8 @@ class EvalConfig:
     rrf_k: int = 60
     rerank: bool = False
     rerank_candidates: int = 20
-    rerank_tokens: int | None = None
+    rerank_tokens: int | None = 384
+    rerank_token_budget: int | None = 1500
     max_sentences: int | None = None
     rse: str | RSEParams | None = None
     token_budget: int | None = None
@@ -102,7 +103,8 @@ class EvalConfig:
         return {
             "k": self.k, "window": self.window, "mode": self.mode, "candidates": self.candidates,
             "rrf_k": self.rrf_k, "rerank": self.rerank, "rerank_candidates": self.rerank_candidates,
-            "rerank_tokens": self.rerank_tokens, "max_sentences": self.max_sentences,
+            "rerank_tokens": self.rerank_tokens,
+            "rerank_token_budget": self.rerank_token_budget, "max_sentences": self.max_sentences,
             "rse": self.rse, "token_budget": self.token_budget, "clamp": self.clamp, "order": self.order,
         }
 

@@ -204,6 +204,7 @@ class CachingReranker(Reranker):
         self.inner = inner
         self.model_id = inner.model_id
         self.max_length = inner.max_length
+        self.batch_size = inner.batch_size
         self._cache: dict[tuple[str, str], tuple[float, float]] = {}  # -> (logit, ms)
         self.last_saved_ms = 0.0
         # path: a JSON-lines file that keeps the scores across processes (one line a passage)

@@ -25,12 +25,13 @@ class Reranker(ABC):
 
     model_id: str
     max_length: int
+    batch_size: int = 8  # pairs per model call when the caller does not say
 
     @abstractmethod
     def _logits(self, query: str, passages: list[str], *, batch_size: int) -> np.ndarray:
         """Raw relevance logits for a non-empty list of passages, in the given order: float64 (n,)."""
 
-    def score(self, query: str, passages: Sequence[str], *, batch_size: int = 8) -> np.ndarray:
+    def score(self, query: str, passages: Sequence[str], *, batch_size: int | None = None) -> np.ndarray:
         """Relevance probabilities in [0, 1], float64, one per passage in the given order."""
         if not isinstance(query, str):
             raise RerankError(f"query must be a str, got {type(query).__name__}")
@@ -40,6 +41,7 @@ class Reranker(ABC):
         for position, passage in enumerate(checked):
             if not isinstance(passage, str):
                 raise RerankError(f"passages[{position}] is {type(passage).__name__}, expected str")
+        batch_size = self.batch_size if batch_size is None else batch_size
         if batch_size < 1:
             raise RerankError(f"batch_size must be at least 1, got {batch_size}")
         if not checked:

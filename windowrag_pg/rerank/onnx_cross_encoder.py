@@ -33,6 +33,11 @@ class OnnxCrossEncoder(Reranker):
     long query never crowds the passage out entirely.
     """
 
+    # One pair per call: on 2 CPU cores batch 1 was the cheapest (74.5 ms/pair against 89 at
+    # batch 8 for ~220-token windows, docs/performance.md): no padding, and no gain from
+    # batching on CPU.
+    batch_size = 1
+
     def __init__(
         self,
         *,
