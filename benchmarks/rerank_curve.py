@@ -45,6 +45,26 @@ def config_for(r: int, tokens: int):
                                      rerank_tokens=tokens or None, rerank_token_budget=None)
 
 
+# the token-budget variants (R = 20 retrieved; scored in retrieval order within the budget;
+# each window read up to T tokens): (budget, T)
+BUDGETS = [(1800, 0), (1500, 0), (1500, 384)]
+
+
+def budget_config(budget: int, tokens: int):
+    from windowrag_pg.evaluation.presets import PRESETS
+
+    return PRESETS["rerank"].replace(name=f"rerank_R20_tb{budget}" + (f"_T{tokens}" if tokens else ""),
+                                     rerank_candidates=20, rerank_token_budget=budget, rerank_tokens=tokens or None)
+
+
+def configs(args):
+    for r in [0] + args.R:
+        for tokens in ([0] if r == 0 else args.tokens):
+            yield config_for(r, tokens)
+    for budget, tokens in BUDGETS:
+        yield budget_config(budget, tokens)
+
+
 def run(args, step: str) -> None:
     os.environ.setdefault("WINDOWRAG_HOME", args.home)
     from windowrag_pg.db.connection import connect
@@ -60,9 +80,8 @@ def run(args, step: str) -> None:
     for dataset in DATASETS:
         limit = {"quality": args.squad_limit if dataset == "squad-dev" else args.contract_limit,
                  "timing": args.timing_queries}[step]
-        for r in [0] + args.R:
-            for tokens in ([0] if r == 0 else args.tokens):
-                config = config_for(r, tokens)
+        for config in configs(args):
+            if True:
                 path = RESULTS / f"{step}_{dataset}_{config.name}.json"
                 if path.exists() and not args.force:
                     continue
@@ -81,24 +100,25 @@ def run(args, step: str) -> None:
 
 def report(args) -> None:
     lines = ["# Rerank stage: recall and latency against R and tokens read", "",
-             f"`python benchmarks/rerank_curve.py` — R = windows reranked, T = tokens of each window the "
-             "cross-encoder reads (whole sentences around the hits; `all` = the whole merged window, "
-             "truncated at 512 by the model). R = 0: the same retrieval without the cross-encoder.", ""]
+             f"`python benchmarks/rerank_curve.py` — rerank_R<R>_T<T>: R windows reranked, each read up to T "
+             "tokens (whole sentences around the hits; `all` = the whole window, cut at 512 by the model); "
+             "rerank_R20_tb<B>[_T<T>]: 20 windows retrieved, scored in retrieval order within B tokens "
+             "(at least k); hybrid_c50: the same retrieval without the cross-encoder.", ""]
     for dataset, metric in DATASETS.items():
         lines += [f"## {dataset} ({metric})", "",
-                  "| R | T | queries | " + metric + " | hit@1 | mrr | tokens sent (mean) | timing queries | "
+                  "| configuration | queries | " + metric + " | hit@1 | mrr | tokens sent (mean) | timing queries | "
                   "rerank p50 ms | rerank p95 ms | query p50 ms | query p95 ms | load (timing) |",
-                  "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-        for r in [0] + args.R:
-            for tokens in ([0] if r == 0 else args.tokens):
-                name = config_for(r, tokens).name
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for config in configs(args):
+            if True:
+                name = config.name
                 quality = RESULTS / f"quality_{dataset}_{name}.json"
                 timing = RESULTS / f"timing_{dataset}_{name}.json"
                 if not quality.exists():
                     continue
                 q = json.loads(quality.read_text())
                 m = q["metrics"]
-                cells = [str(r), str(tokens or "all"), str(q["n_queries"]), f"{m[metric]:.3f}", f"{m['hit@1']:.3f}",
+                cells = [name, str(q["n_queries"]), f"{m[metric]:.3f}", f"{m['hit@1']:.3f}",
                          f"{m['mrr']:.3f}", f"{m['tokens_mean']:.0f}"]
                 if timing.exists():
                     t = json.loads(timing.read_text())
