@@ -384,6 +384,12 @@ list, no cross-encoder, no RSE):
   walk merges more hits into each window, so the reranked windows are bigger, and the cross-encoder
   favours the biggest. Part of the "gain" is context size: hybrid with window 5 (sweep, held-out) reaches
   0.957 at 2,439 tokens in ~70 ms. On contracts: recall 1.000 vs 0.982 (hybrid, same 100) with more tokens.
+  *Since then* (rows above are from before; docs/performance.md "Rerank stage" has the new runs): the
+  walk for R windows is held to R windows' worth of sentences, the cross-encoder scores windows within a
+  1,500-token budget (each read up to 384 tokens, batch 1): 0.965 SQuAD hit@5 / 0.997 contract recall
+  (200 / 100 queries) at a rerank-stage p50 of 505 ms / 137 ms on the idle machine. **At equal tokens it
+  does not beat the fused ranking**: with a token budget equal to hybrid's (1,150 SQuAD, 1,400 contracts),
+  reranking 10 windows scores 0.935 vs 0.930 on SQuAD and 0.799 vs 0.917 on the contracts.
 - *RSE* (`balanced`): a net loss here. Without the cross-encoder (`hybrid_rse`): −0.08 hit@5 on SQuAD,
   −0.15 recall on contracts, for half the tokens; with it (`rse`, 100 queries each) hit@5 0.68 on SQuAD
   and recall 0.59 on contracts, mostly because it *abstains* (no context at all) on 16% / 26% of the
@@ -403,12 +409,15 @@ the contract too (hit@1 0.92: the first context is already large). Fewer candida
 sooner: same recall, −300 tokens (sweep). To beat chunks512 clearly on contracts one would need clause-level
 units (the evidence unit of this set) or a per-query token cap on the walk that keeps *spread* evidence
 (e.g. max tokens per merged segment + more segments), not a tighter budget on the same ranking, which the
-sweep shows loses recall fast. No constant was tuned on single questions.
+sweep shows loses recall fast. The sentence budget on the walk (`max_sentences`, opt-in since migration
+0005) confirms it: capped at k windows' worth (35 sentences), `full` drops to 0.940 recall with 1,381 tokens
+on the contracts (from 0.989 / 2,029) and to 0.927 hit@5 with 1,129 tokens on SQuAD (from 0.943 / 1,385), so
+it is not the default. No constant was tuned on single questions.
 
 **Recommendation (library default)**: `full` - hybrid, window 3, 20 candidates, no cross-encoder, no RSE.
-It is the best or tied-best configuration on both sets at ~40–100 ms a query, while the cross-encoder
-adds seconds on CPU for a gain that is not established on contracts, and RSE balanced loses quality.
-Offer the cross-encoder as an opt-in for short-answer QA corpora (SQuAD-like) when 2–5 s is acceptable;
+It is the best or tied-best configuration on both sets at ~20–100 ms a query, while the cross-encoder
+adds ~0.5 s on CPU for a gain that comes from sending bigger windows, and RSE balanced loses quality.
+Offer the cross-encoder as an opt-in (`--rerank`) for short-answer QA corpora (SQuAD-like);
 RSE needs a larger `overall_max_length` (or a token-based budget) before it can be a default.
 
 **Caveats**: latencies are on 2 cores shared with other benchmarks (load average 4–12, last column);
