@@ -132,11 +132,11 @@ class Pipeline:
 
         mark = time.perf_counter()
         if options.rerank and windows:
-            passages = [rerank_passage(w.context, w.sentences, options.rerank_tokens) for w in windows]
             read = min(options.rerank_tokens or self.reranker.max_length, self.reranker.max_length)
             count = rerank_count([min(w.context.token_count, read) for w in windows],
                                  budget=options.rerank_token_budget, minimum=options.k)
-            windows, passages = windows[:count], passages[:count]  # the rest are never scored
+            windows = windows[:count]  # the rest are never scored
+            passages = [rerank_passage(w.context, w.sentences, options.rerank_tokens) for w in windows]
             scores = self.reranker.score(retrieved.query, passages)
             for window, score in zip(windows, scores):
                 window.score = float(score)
