@@ -81,21 +81,20 @@ def run(args, step: str) -> None:
         limit = {"quality": args.squad_limit if dataset == "squad-dev" else args.contract_limit,
                  "timing": args.timing_queries}[step]
         for config in configs(args):
-            if True:
-                path = RESULTS / f"{step}_{dataset}_{config.name}.json"
-                if path.exists() and not args.force:
-                    continue
-                result = run_eval(conn, documents_path=EVAL / dataset / "documents.jsonl",
-                                  queries_path=EVAL / dataset / "queries.jsonl", config=config, limit=limit,
-                                  seed=0, embedder=embedder, reranker=reranker, keep_rows=True)
-                rows = result.pop("rows")
-                result["rerank_ms"] = [row["latency_rerank_ms"] for row in rows]
-                result["total_ms"] = [row["latency_ms"] for row in rows]
-                path.write_text(json.dumps(result, indent=1))
-                m = result["metrics"]
-                print(f"{step} {dataset} {config.name}: {DATASETS[dataset]} {m[DATASETS[dataset]]:.3f} "
-                      f"rerank p50 {pct(result['rerank_ms'], 50):.0f} ms, total p50 {pct(result['total_ms'], 50):.0f} ms",
-                      flush=True)
+            path = RESULTS / f"{step}_{dataset}_{config.name}.json"
+            if path.exists() and not args.force:
+                continue
+            result = run_eval(conn, documents_path=EVAL / dataset / "documents.jsonl",
+                              queries_path=EVAL / dataset / "queries.jsonl", config=config, limit=limit,
+                              seed=0, embedder=embedder, reranker=reranker, keep_rows=True)
+            rows = result.pop("rows")
+            result["rerank_ms"] = [row["latency_rerank_ms"] for row in rows]
+            result["total_ms"] = [row["latency_ms"] for row in rows]
+            path.write_text(json.dumps(result, indent=1))
+            m = result["metrics"]
+            print(f"{step} {dataset} {config.name}: {DATASETS[dataset]} {m[DATASETS[dataset]]:.3f} "
+                  f"rerank p50 {pct(result['rerank_ms'], 50):.0f} ms, total p50 {pct(result['total_ms'], 50):.0f} ms",
+                  flush=True)
 
 
 def report(args) -> None:
@@ -110,24 +109,23 @@ def report(args) -> None:
                   "rerank p50 ms | rerank p95 ms | query p50 ms | query p95 ms | load (timing) |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for config in configs(args):
-            if True:
-                name = config.name
-                quality = RESULTS / f"quality_{dataset}_{name}.json"
-                timing = RESULTS / f"timing_{dataset}_{name}.json"
-                if not quality.exists():
-                    continue
-                q = json.loads(quality.read_text())
-                m = q["metrics"]
-                cells = [name, str(q["n_queries"]), f"{m[metric]:.3f}", f"{m['hit@1']:.3f}",
-                         f"{m['mrr']:.3f}", f"{m['tokens_mean']:.0f}"]
-                if timing.exists():
-                    t = json.loads(timing.read_text())
-                    cells += [str(t["n_queries"]), f"{pct(t['rerank_ms'], 50):.0f}", f"{pct(t['rerank_ms'], 95):.0f}",
-                              f"{pct(t['total_ms'], 50):.0f}", f"{pct(t['total_ms'], 95):.0f}",
-                              f"{t['load']['before']['loadavg_1m']}–{t['load']['after']['loadavg_1m']}"]
-                else:
-                    cells += ["–"] * 6
-                lines.append("| " + " | ".join(cells) + " |")
+            name = config.name
+            quality = RESULTS / f"quality_{dataset}_{name}.json"
+            timing = RESULTS / f"timing_{dataset}_{name}.json"
+            if not quality.exists():
+                continue
+            q = json.loads(quality.read_text())
+            m = q["metrics"]
+            cells = [name, str(q["n_queries"]), f"{m[metric]:.3f}", f"{m['hit@1']:.3f}",
+                     f"{m['mrr']:.3f}", f"{m['tokens_mean']:.0f}"]
+            if timing.exists():
+                t = json.loads(timing.read_text())
+                cells += [str(t["n_queries"]), f"{pct(t['rerank_ms'], 50):.0f}", f"{pct(t['rerank_ms'], 95):.0f}",
+                          f"{pct(t['total_ms'], 50):.0f}", f"{pct(t['total_ms'], 95):.0f}",
+                          f"{t['load']['before']['loadavg_1m']}–{t['load']['after']['loadavg_1m']}"]
+            else:
+                cells += ["–"] * 6
+            lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     text = "\n".join(lines) + "\n"
     (OUT / "rerank_curve.md").write_text(text)
