@@ -1,8 +1,13 @@
-"""The whole chain in one call: retrieve (SQL) → rerank windows → RSE → assemble, with a trace.
+"""The whole chain in one call, with a trace. Two ways to choose what is sent:
 
-Each stage can be switched off, so the evaluation can ablate stage by stage. Database access is
-limited to three statements: the retrieval function, the sentences of the candidate windows,
-and the text slices of the chosen contexts.
+- ``selection="segments"`` (default): budget-first. One statement returns every sentence near
+  the fused hits with its own signals (windowrag.candidate_sentences); each gets a value
+  (segment/values.py); the exact best runs of sentences within the token budget are chosen
+  (segment/select.py); a query the corpus does not answer is abstained on (min_relevance);
+  a second statement fetches the chosen text.
+- ``selection="windows"``: fixed ±window windows merged in SQL (windowrag.search_windows), then
+  optionally the cross-encoder and the sentence-count RSE (``rse=``), then the budget cuts the
+  ranked list. Kept for comparison (the evaluation's `windows` preset).
 """
 from __future__ import annotations
 
@@ -21,17 +26,32 @@ from .db.sqlfiles import load_sql
 from .embed.base import Embedder
 from .rerank.base import Reranker
 from .retrieve.retriever import Context, QueryError, Retriever, SearchOptions
+from .retrieve.retriever import Candidates
 from .segment.relevance import window_sentence_relevance
 from .segment.rse import RSEParams, best_segments, get_params
+from .segment.select import Run, choose_segments
+
+SELECTIONS = ("segments", "windows")
+# without a token budget, segment selection still needs a bound for its table
+UNBOUNDED_BUDGET = 8192
 
 
 @dataclass(frozen=True, slots=True)
 class PipelineOptions:
     """Defaults = the `full` preset of the evaluation (docs/evaluation.md): hybrid retrieval,
-    window 3, 20 candidates per list; the cross-encoder and RSE are opt-in because on the dev
-    sets they did not pay for their cost (seconds per query on CPU; RSE lost recall)."""
+    budget-first segment selection within token_budget tokens, at most k contexts, abstention
+    below min_relevance. The cross-encoder is opt-in (seconds per query on CPU)."""
 
     k: int = 5
+    # tokens (the embedder's tokenizer) all contexts may hold together; None: no budget
+    token_budget: int | None = 1024
+    selection: str = "segments"
+    # below this relevance (P(the corpus answers), segment/values.py) nothing is returned
+    min_relevance: float | None = None
+    # segments: price of a sentence, as a share of the query's best sentence value per 32 tokens
+    sentence_floor: float = 0.0
+    # segments: how far (sentences) from a fused hit a sentence may be sent
+    radius: int = 6
     window: int = 3
     mode: str = "hybrid"
     rerank: bool = False
@@ -49,7 +69,6 @@ class PipelineOptions:
     # retrieved; R windows' worth when R > k are retrieved to rerank)
     max_sentences: int | None = None
     rse: str | RSEParams | None = None
-    token_budget: int | None = None
     candidates: int = 20
     order: str = "score"
     clamp: str = "section"
@@ -59,6 +78,18 @@ class PipelineOptions:
     proximity_scale: float = 4.0
 
     def __post_init__(self) -> None:
+        if self.selection not in SELECTIONS:
+            raise QueryError(f"selection must be one of {', '.join(SELECTIONS)}, not {self.selection!r}")
+        if self.token_budget is not None and (not isinstance(self.token_budget, int) or isinstance(self.token_budget, bool)
+                                              or not 1 <= self.token_budget <= 100_000):
+            raise QueryError(f"token_budget must be an integer between 1 and 100000, not {self.token_budget!r}")
+        if self.min_relevance is not None and (isinstance(self.min_relevance, bool)
+                                               or not isinstance(self.min_relevance, (int, float))
+                                               or not 0.0 <= self.min_relevance <= 1.0):
+            raise QueryError(f"min_relevance must be a number between 0 and 1, not {self.min_relevance!r}")
+        if isinstance(self.sentence_floor, bool) or not isinstance(self.sentence_floor, (int, float)) \
+                or not 0.0 <= self.sentence_floor <= 10.0:
+            raise QueryError(f"sentence_floor must be a number between 0 and 10, not {self.sentence_floor!r}")
         for name in ("rerank_candidates", "rerank_tokens", "rerank_token_budget", "max_sentences"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 10_000):
@@ -70,9 +101,12 @@ class PipelineResult:
     query: str
     contexts: list[AssembledContext]
     trace: dict[str, Any] = field(default_factory=dict)
+    # True when nothing relevant was found: no context, and trace["abstain"] says why
+    abstained: bool = False
 
     def as_dict(self, *, with_trace: bool = True) -> dict[str, Any]:
-        data: dict[str, Any] = {"query": self.query, "contexts": [c.as_dict() for c in self.contexts]}
+        data: dict[str, Any] = {"query": self.query, "abstained": self.abstained,
+                                "contexts": [c.as_dict() for c in self.contexts]}
         if with_trace:
             data["trace"] = self.trace
         return data
@@ -109,6 +143,59 @@ class Pipeline:
 
     def run(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None = None,
             collection: str | None = None) -> PipelineResult:
+        if options.selection == "segments" and options.rse is None:
+            return self._run_segments(query, options, filters=filters, collection=collection)
+        return self._run_windows(query, options, filters=filters, collection=collection)
+
+    def _run_segments(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None,
+                      collection: str | None) -> PipelineResult:
+        started = time.perf_counter()
+        candidates = self.retriever.candidates_with(
+            query,
+            SearchOptions(k=options.k, window=options.window, mode=options.mode, candidates=options.candidates,
+                          clamp=options.clamp, rrf_k=options.rrf_k, ef_search=options.ef_search,
+                          radius=options.radius),
+            filters=filters, collection=collection,
+        )
+        timings = dict(candidates.timings_ms)
+        mark = time.perf_counter()
+        budget = options.token_budget or UNBOUNDED_BUDGET
+        selection = choose_segments(candidates.sentences, query_idf=candidates.query_idf, budget=budget,
+                                    max_segments=options.k, sentence_floor=options.sentence_floor)
+        abstain = None
+        if not candidates.sentences:
+            abstain = "no sentence matched the query"
+        elif options.min_relevance is not None and selection.relevance < options.min_relevance:
+            abstain = (f"relevance {selection.relevance:.3f} is below min_relevance {options.min_relevance}: "
+                       "nothing in the collection looks like an answer")
+        elif not selection.runs:
+            abstain = "no sentence fits the token budget"
+        runs = [] if abstain else selection.runs
+        contexts = [_context_from_run(candidates, run, selection.probabilities) for run in runs]
+        contexts = order_contexts(contexts, order=options.order)
+        timings["select_ms"] = (time.perf_counter() - mark) * 1000
+        mark = time.perf_counter()
+        self._fill_text(contexts)
+        timings["assemble_ms"] = (time.perf_counter() - mark) * 1000
+        timings["total_ms"] = (time.perf_counter() - started) * 1000
+        trace = {
+            "options": {**asdict(options), "filters": filters},
+            "relevance": round(selection.relevance, 4),
+            "abstain": abstain,
+            "candidates": len(candidates.sentences),
+            "segments": [{"document_id": candidates.documents[candidates.sentences[r.start].document_key][0],
+                          "first_ordinal": candidates.sentences[r.start].ordinal,
+                          "last_ordinal": candidates.sentences[r.end - 1].ordinal,
+                          "value": round(r.value, 4), "tokens": r.tokens} for r in runs],
+            "contexts": [{"document_id": c.citation.document_id, "first_ordinal": c.citation.first_ordinal,
+                          "last_ordinal": c.citation.last_ordinal, "tokens": c.token_count, "score": c.score}
+                         for c in contexts],
+            "timings_ms": {key.removesuffix("_ms"): round(value, 2) for key, value in timings.items()},
+        }
+        return PipelineResult(query=candidates.query, contexts=contexts, trace=trace, abstained=abstain is not None)
+
+    def _run_windows(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None,
+                     collection: str | None) -> PipelineResult:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         rse_params = get_params(options.rse) if options.rse is not None else None
@@ -176,7 +263,12 @@ class Pipeline:
                          for c in contexts],
             "timings_ms": {key.removesuffix("_ms"): round(value, 2) for key, value in timings.items()},
         }
-        return PipelineResult(query=retrieved.query, contexts=contexts, trace=trace)
+        abstain = None
+        if not contexts:
+            abstain = ("no RSE segment reached minimum_segment_value" if rse_params is not None and windows
+                       else "no sentence matched the query" if not windows else "no context fits the token budget")
+        trace["abstain"] = abstain
+        return PipelineResult(query=retrieved.query, contexts=contexts, trace=trace, abstained=abstain is not None)
 
     # -- stages -------------------------------------------------------------------------------
 
@@ -275,6 +367,23 @@ class Pipeline:
         }).fetchall()
         for context, (text,) in zip(contexts, rows):
             context.text = text
+
+
+def _context_from_run(candidates: Candidates, run: Run, probabilities: np.ndarray) -> AssembledContext:
+    """A chosen run of candidate sentences as a cited context; its score is the probability that
+    it holds evidence, 1 − Π(1 − p) over its sentences."""
+    chosen = candidates.sentences[run.start:run.end]
+    first, last = chosen[0], chosen[-1]
+    external_id, title = candidates.documents[first.document_key]
+    sentences = [SentenceInfo(c.ordinal, c.start_char, c.end_char, c.token_count, c.section_id, c.page) for c in chosen]
+    hits = [asdict(candidates.hits[(c.document_key, c.ordinal)]) for c in chosen
+            if (c.document_key, c.ordinal) in candidates.hits]
+    citation = Citation(document_id=external_id, title=title, section_path=tuple(candidates.section_paths[first.section_id]),
+                        start_char=first.start_char, end_char=last.end_char, first_ordinal=first.ordinal,
+                        last_ordinal=last.ordinal, pages=tuple(sorted({s.page for s in sentences if s.page is not None})))
+    score = float(1.0 - np.prod(1.0 - probabilities[run.start:run.end]))
+    return AssembledContext(citation=citation, text="", score=score, token_count=run.tokens,
+                            document_key=first.document_key, sentences=sentences, hits=hits)
 
 
 def rerank_count(tokens: Sequence[int], *, budget: int | None, minimum: int) -> int:
