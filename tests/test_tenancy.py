@@ -8,6 +8,7 @@ its tenant per request. Tenant A must read 0 rows of tenant B everywhere and sti
 from __future__ import annotations
 
 import inspect
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -25,11 +26,12 @@ from windowrag_pg.store.collections import CollectionError, get_collection, list
 from windowrag_pg.store.writer import delete_document
 
 WRITER_A = "wrtest_tenant_a"        # LOGIN, windowrag_writer, mapped to tenant A
+WRITER_B = "wrtest_tenant_b"        # LOGIN, windowrag_writer, mapped to tenant B (the victim)
 READER_A = "wrtest_tenant_a_ro"     # LOGIN, windowrag_reader, tenant A through a group role
 GROUP_A = "wrtest_group_a"          # NOLOGIN group role mapped to tenant A
 SERVICE = "wrtest_service"          # LOGIN, windowrag_service + windowrag_writer
 STRANGER = "wrtest_stranger"        # LOGIN, windowrag_reader, mapped to no tenant
-LOGIN_ROLES = (WRITER_A, READER_A, SERVICE, STRANGER)
+LOGIN_ROLES = (WRITER_A, WRITER_B, READER_A, SERVICE, STRANGER)
 DANGLING = "wrtest_no_such_role"    # a tenant_roles row naming a role that does not exist
 
 TABLES = ("collections", "documents", "sections", "sentences", "bm25_stats", "bm25_terms", "bm25_postings")
@@ -108,6 +110,7 @@ def tenancy(db_url, embedder):
         if not owner.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [GROUP_A]).fetchone():
             owner.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(GROUP_A)))
         _create_login_role(owner, WRITER_A, "windowrag_writer")
+        _create_login_role(owner, WRITER_B, "windowrag_writer")
         _create_login_role(owner, READER_A, "windowrag_reader", GROUP_A)
         _create_login_role(owner, SERVICE, "windowrag_service", "windowrag_writer")
         _create_login_role(owner, STRANGER, "windowrag_reader")
@@ -119,8 +122,9 @@ def tenancy(db_url, embedder):
         owner.execute("UPDATE windowrag.collections SET tenant = %s WHERE name = %s", [tenant_b, name_b])
         owner.execute("DELETE FROM windowrag.tenant_roles WHERE role_name = ANY (%s)",
                       [[*LOGIN_ROLES, GROUP_A, DANGLING]])
-        owner.execute("INSERT INTO windowrag.tenant_roles (tenant, role_name) VALUES (%s, %s), (%s, %s), (%s, %s)",
-                      [tenant_a, WRITER_A, tenant_a, GROUP_A, tenant_b, DANGLING])
+        owner.execute("INSERT INTO windowrag.tenant_roles (tenant, role_name)"
+                      " VALUES (%s, %s), (%s, %s), (%s, %s), (%s, %s)",
+                      [tenant_a, WRITER_A, tenant_a, GROUP_A, tenant_b, DANGLING, tenant_b, WRITER_B])
         for table in TABLES:
             owner.execute(sql.SQL("ANALYZE windowrag.{}").format(sql.Identifier(table)))
 
@@ -541,6 +545,92 @@ def test_library_ingest_as_tenant_writer(tenancy, embedder):
         # the owner sees every collection, so ensure_collection checks the tenant it is given
         with pytest.raises(CollectionError, match="belongs to tenant"):
             Ingestor(owner, collection=tenancy.name_b, embedder=embedder, tenant=tenancy.tenant_a)
+        assert _collection_counts(owner, tenancy.id_b) == tenancy.counts_b
+
+
+# -- availability: tenant A cannot stop tenant B's writers ----------------------------------------
+
+VICTIM_DOC = SourceDocument(external_id="b-extra", format="markdown", title="Bravo extra",
+                            text="# Extra\n\nBravo ships the quokka release on Monday. The quokka audit follows.")
+
+
+def _victim_ingests_and_deletes(t: Tenancy, embedder) -> None:
+    """Tenant B's writer ingests a new document and deletes it again, failing fast if anything blocks it."""
+    with t.connect(WRITER_B) as victim:
+        victim.execute("SET lock_timeout = '2s'")
+        ingestor = Ingestor(victim, collection=t.name_b, embedder=embedder, tenant=t.tenant_b)
+        report = ingestor.ingest([VICTIM_DOC])
+        assert report.errors == [] and report.added == 1
+        assert delete_document(victim, ingestor.collection, VICTIM_DOC.external_id)
+
+
+@pytest.mark.parametrize("role", [READER_A, WRITER_A])
+def test_no_tenant_lock_holds_another_tenants_ingest(tenancy, embedder, role):
+    with tenancy.connect(role) as attacker:
+        attacker.execute("BEGIN")
+        # advisory locks on every key derived from B's collection id (the old write lock among them)
+        attacker.execute("SELECT pg_advisory_lock(2024061501, %s), pg_advisory_xact_lock(2024061501, %s),"
+                         " pg_advisory_lock(%s), pg_advisory_lock_shared(%s::bigint)",
+                         [tenancy.id_b, tenancy.id_b, tenancy.id_b, tenancy.id_b])
+        # row locks on B's rows: invisible to a writer of A, not allowed at all to a reader
+        for statement, params in (
+                ("SELECT id FROM windowrag.collections WHERE id = %s FOR UPDATE", [tenancy.id_b]),
+                ("SELECT id FROM windowrag.documents WHERE collection_id = %s FOR UPDATE", [tenancy.id_b]),
+                ("SELECT id FROM windowrag.collections WHERE id = %s FOR KEY SHARE", [tenancy.id_b])):
+            attacker.execute("SAVEPOINT probe")
+            if role == READER_A:
+                with pytest.raises(errors.InsufficientPrivilege, match="permission denied"):
+                    attacker.execute(statement, params)
+                attacker.execute("ROLLBACK TO SAVEPOINT probe")
+            else:
+                assert attacker.execute(statement, params).fetchall() == []
+        # its own collection's write lock is its own business: B is not affected by it either
+        if role == WRITER_A:
+            assert attacker.execute(load_sql("lock_collection_writes"), [tenancy.id_a]).fetchone() == (tenancy.id_a,)
+        started = time.monotonic()
+        _victim_ingests_and_deletes(tenancy, embedder)   # while A still holds all of the above
+        assert time.monotonic() - started < 30
+        attacker.execute("ROLLBACK")
+    with db.connect(tenancy.db_url, autocommit=True) as owner:
+        assert _collection_counts(owner, tenancy.id_b) == tenancy.counts_b
+
+
+def test_no_tenant_chooses_ids_ahead_of_the_sequences(tenancy, embedder):
+    def ahead(conn, table: str) -> int:
+        return conn.execute(sql.SQL("SELECT last_value + 3 FROM windowrag.{}").format(
+            sql.Identifier(f"{table}_id_seq"))).fetchone()[0]
+
+    with tenancy.connect(WRITER_A) as conn:
+        document, section = conn.execute(
+            "SELECT d.id, s.id FROM windowrag.documents d JOIN windowrag.sections s ON s.document_id = d.id "
+            "WHERE d.collection_id = %s LIMIT 1", [tenancy.id_a]).fetchone()
+        vector = embedder.embed_documents(["x"])[0]
+        explicit_ids = {
+            "collections": ("INSERT INTO windowrag.collections (id, name, embedding_model, dimension, tenant)"
+                            " VALUES (%s, %s, 'm', 3, %s)", [f"x_{uuid.uuid4().hex[:6]}", tenancy.tenant_a]),
+            "documents": ("INSERT INTO windowrag.documents (id, collection_id, external_id, format, content_hash,"
+                          " text, sentence_count) VALUES (%s, %s, 'ahead', 'text', 'h', 'x', 0)", [tenancy.id_a]),
+            "sections": ("INSERT INTO windowrag.sections (id, document_id, ordinal, heading_path, level, start_char,"
+                         " end_char) VALUES (%s, %s, 999, '{}', 0, 0, 0)", [document]),
+            "sentences": ("INSERT INTO windowrag.sentences (id, collection_id, document_id, section_id, ordinal,"
+                          " start_char, end_char, kind, text, token_count, embedding, tsv, bm25_length)"
+                          " VALUES (%s, %s, %s, %s, 9999, 0, 1, 'sentence', 'x', 1, %s, 'x', 1)",
+                          [tenancy.id_a, document, section, vector]),
+        }
+        for table, (statement, params) in explicit_ids.items():
+            conn.execute(sql.SQL("SELECT nextval({})").format(sql.Literal(f"windowrag.{table}_id_seq")))
+            with pytest.raises(errors.InsufficientPrivilege, match="row-level security"):
+                conn.execute(statement, [ahead(conn, table), *params])
+            # nor may a row of its own move its id ahead of the sequence
+            with pytest.raises(errors.FeatureNotSupported, match="cannot move"):
+                conn.execute(sql.SQL("UPDATE windowrag.{} SET id = id + 1000000 WHERE id = (SELECT max(id) FROM windowrag.{})"
+                                     ).format(sql.Identifier(table), sql.Identifier(table)))
+            with pytest.raises(errors.InsufficientPrivilege, match="permission denied"):
+                conn.execute("SELECT setval(%s, 1000000000)", [f"windowrag.{table}_id_seq"])
+    # B's next ingest gets the next ids as usual
+    _victim_ingests_and_deletes(tenancy, embedder)
+    with db.connect(tenancy.db_url, autocommit=True) as owner:
+        assert _collection_counts(owner, tenancy.id_a) == tenancy.counts_a
         assert _collection_counts(owner, tenancy.id_b) == tenancy.counts_b
 
 
