@@ -644,13 +644,13 @@ SELECT jsonb_build_object(
                 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
                 LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
                WHERE c.relnamespace = 'windowrag'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped
-                 AND c.relname NOT LIKE 'sentences_embedding_hnsw_c%'),
+                 AND c.relname NOT LIKE 'sentences_embedding_hnsw_c%' AND c.relname NOT LIKE 'kept\\_%'),
   'relations', (SELECT jsonb_agg(jsonb_build_array(c.relname, c.relkind, c.relrowsecurity, c.relforcerowsecurity,
                                                    coalesce(c.relacl, acldefault(
                                                        (CASE WHEN c.relkind = 'S' THEN 's' ELSE 'r' END)::"char", c.relowner))::text[])
                                  ORDER BY c.relname)
                   FROM pg_class c WHERE c.relnamespace = 'windowrag'::regnamespace
-                   AND c.relname NOT LIKE 'sentences_embedding_hnsw_c%'),
+                   AND c.relname NOT LIKE 'sentences_embedding_hnsw_c%' AND c.relname NOT LIKE 'kept\\_%'),
   'functions', (SELECT jsonb_agg(jsonb_build_array(p.oid::regprocedure::text, p.prosecdef, p.proconfig,
                                                    p.provolatile, md5(p.prosrc),
                                                    coalesce(p.proacl, acldefault('f', p.proowner))::text[])
@@ -683,7 +683,7 @@ def _all_rows(conn: psycopg.Connection) -> dict[str, list]:
     return rows
 
 
-def test_tenancy_migration_round_trip_keeps_every_row(db_url, embedder):
+def test_tenancy_migration_round_trip_keeps_every_row_and_tenant(db_url, embedder):
     name = "tenancy_migration_test"
     with psycopg.connect(db_url, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
@@ -698,22 +698,35 @@ def test_tenancy_migration_round_trip_keeps_every_row(db_url, embedder):
             for collection, docs in (("ta", DOCS_A), ("tb", DOCS_B)):
                 assert not Ingestor(conn, collection=collection, embedder=embedder).ingest(docs).errors
             conn.execute("UPDATE windowrag.collections SET tenant = 'acme' WHERE name = 'ta'")
+            conn.execute("UPDATE windowrag.collections SET tenant = 'bravo' WHERE name = 'tb'")
             conn.execute("INSERT INTO windowrag.tenant_roles VALUES ('acme', 'windowrag_reader')")
             rows = _all_rows(conn)
             assert all(rows[table] for table in TABLES)
+            tenants = dict(conn.execute("SELECT name, tenant FROM windowrag.collections").fetchall())
+            mapping = conn.execute("SELECT * FROM windowrag.tenant_roles ORDER BY 1, 2").fetchall()
 
             db.downgrade(conn, "0002")
             assert db.current_revision(conn) == "0002"
+            # exactly 0002's schema, plus the two owner-only tables that keep the assignments
             assert conn.execute(SCHEMA_FINGERPRINT).fetchone()[0] == before_0003
+            assert conn.execute("SELECT count(*) FROM windowrag.kept_collection_tenants").fetchone()[0] == 2
+            assert conn.execute(  # owner only
+                "SELECT count(*) FROM pg_class c WHERE c.relname LIKE 'kept%%' AND c.relnamespace = 'windowrag'::regnamespace"
+                " AND NOT EXISTS (SELECT 1 FROM aclexplode(coalesce(c.relacl, acldefault('r', c.relowner))) a"
+                "                  WHERE a.grantee <> c.relowner)").fetchone()[0] == 2
             assert _all_rows(conn) == rows
             # at 0002 the library still works on the kept rows
             assert conn.execute("SELECT count(*) FROM windowrag.bm25_search('tb', %s)", [SECRET]).fetchone()[0] > 0
-
-            db.upgrade(conn)
+            db.downgrade(conn, "0001")  # what issue 12 did; no data is lost, so no confirmation is asked
+            assert db.current_revision(conn) == "0001"
+        # the next connection's automatic upgrade puts every assignment back
+        with db.connect(url, autocommit=True) as conn:
             assert db.current_revision(conn) == db.head_revision()
             assert _all_rows(conn) == rows
-            assert conn.execute("SELECT array_agg(DISTINCT tenant) FROM windowrag.collections").fetchone()[0] == ["default"]
-            assert conn.execute("SELECT count(*) FROM windowrag.tenant_roles").fetchone()[0] == 0
+            assert dict(conn.execute("SELECT name, tenant FROM windowrag.collections").fetchall()) == tenants
+            assert conn.execute("SELECT * FROM windowrag.tenant_roles ORDER BY 1, 2").fetchall() == mapping
+            assert conn.execute("SELECT to_regclass('windowrag.kept_collection_tenants'),"
+                                " to_regclass('windowrag.kept_tenant_roles')").fetchone() == (None, None)
             assert conn.execute("SELECT bool_and(relrowsecurity) FROM pg_class WHERE oid = ANY (%s::regclass[])",
                                 [[f"windowrag.{t}" for t in TABLES]]).fetchone()[0]
             assert conn.execute("SELECT has_table_privilege('windowrag_reader', 'windowrag.sentences', 'SELECT')"
