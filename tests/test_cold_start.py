@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from windowrag_pg.db import connection as db
 from windowrag_pg.db.embedded import DATABASE_NAME, start_embedded, stop_embedded
@@ -20,6 +21,7 @@ from windowrag_pg.db.embedded import DATABASE_NAME, start_embedded, stop_embedde
 PROCESSES = 8
 
 
+@pytest.mark.slow  # 32-37 s on the shared 2-core machine (8 interpreters importing at once, initdb, migrations)
 def test_parallel_first_commands_on_a_fresh_home_all_succeed():
     home = Path(tempfile.mkdtemp(prefix="windowrag-cold-"))
     env = {**os.environ, "WINDOWRAG_HOME": str(home)}
