@@ -126,6 +126,8 @@ class Ingestor:
         pending: list[_Prepared] = []
 
         def fail(name: str, exc: Exception) -> None:
+            if self.conn.closed or self.conn.broken:
+                raise exc  # the server is gone: every further document would fail the same way
             report.errors.append(SourceError(name, _describe(exc)))
             if on_document:
                 on_document(name, "error", 0)
@@ -246,7 +248,10 @@ class _Prepared:
     texts: list[str]
 
 
-INGEST_ERRORS = (ParseError, EmbeddingError, ValueError, psycopg.DataError)
+# What fails one document, not the batch. Any database error of a document's own statements
+# (a lock or statement timeout, a unique violation, a refused privilege, …) rolls back that
+# document's transaction only; a broken connection still stops the batch (see fail()).
+INGEST_ERRORS = (ParseError, EmbeddingError, ValueError, psycopg.Error)
 
 
 def _describe(exc: Exception) -> str:

@@ -118,11 +118,15 @@ def upgrade(conn: psycopg.Connection, revision: str = "head") -> None:
     _run_alembic(conn, "upgrade", revision)
 
 
-def downgrade(conn: psycopg.Connection, revision: str = "base") -> None:
-    _run_alembic(conn, "downgrade", revision)
+def downgrade(conn: psycopg.Connection, revision: str = "base", *, confirm_data_loss: bool = False) -> None:
+    """Run Alembic downgrades to REVISION. One that deletes stored data (below 0001) raises
+    DataLossNotConfirmed, changing nothing, unless CONFIRM_DATA_LOSS (windowrag_pg/db/data_loss.py)."""
+    from .data_loss import CONFIRM_ATTRIBUTE
+
+    _run_alembic(conn, "downgrade", revision, attributes={CONFIRM_ATTRIBUTE: confirm_data_loss})
 
 
-def _run_alembic(conn: psycopg.Connection, action: str, revision: str) -> None:
+def _run_alembic(conn: psycopg.Connection, action: str, revision: str, *, attributes: dict | None = None) -> None:
     from alembic import command
     from sqlalchemy import create_engine
     from sqlalchemy.pool import NullPool
@@ -135,7 +139,9 @@ def _run_alembic(conn: psycopg.Connection, action: str, revision: str) -> None:
     try:
         with engine.begin() as sa_conn:
             sa_conn.exec_driver_sql(load_sql("migration_lock"), (MIGRATION_LOCK_KEY,))
-            getattr(command, action)(_alembic_config(sa_conn), revision)
+            config = _alembic_config(sa_conn)
+            config.attributes.update(attributes or {})
+            getattr(command, action)(config, revision)
     finally:
         engine.dispose()
 
