@@ -161,16 +161,18 @@ class Selection(NamedTuple):
 
 
 def choose_segments(candidates: Sequence[CandidateSentence], *, query_idf: float, budget: int,
-                    max_segments: int, sentence_floor: float = 0.0) -> Selection:
+                    max_segments: int, sentence_floor: float = 0.0,
+                    probabilities: np.ndarray | None = None) -> Selection:
     """Sentence values → the best runs within BUDGET tokens (at most MAX_SEGMENTS of them).
 
     A sentence's value is its probability of holding evidence minus its token price: the price of
     an average (32-token) sentence is SENTENCE_FLOOR times the best probability of the query, so
     the price follows each query's own value distribution. With a floor of 0 every sentence is
     worth sending and the budget is filled; above 0 weak sentences are left out even when they fit.
+    ``probabilities`` replaces the model's (e.g. folded with cross-encoder scores).
     """
-    features = feature_matrix(candidates)
-    probabilities = sentence_probabilities(features)
+    if probabilities is None:  # given: already folded with the cross-encoder's scores
+        probabilities = sentence_probabilities(feature_matrix(candidates))
     relevance = query_relevance(candidates, query_idf=query_idf)
     if not candidates:
         return Selection([], probabilities, relevance)

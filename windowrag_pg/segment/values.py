@@ -19,7 +19,7 @@ import numpy as np
 
 __all__ = [
     "FEATURES", "RELEVANCE_FEATURES", "RELEVANCE_WEIGHTS", "WEIGHTS", "CandidateSentence", "feature_matrix",
-    "query_relevance", "relevance_features", "sentence_probabilities",
+    "fold_reranker_scores", "query_relevance", "relevance_features", "sentence_probabilities",
 ]
 
 
@@ -175,3 +175,20 @@ def query_relevance(candidates: Sequence[CandidateSentence], *, query_idf: float
     """P(the corpus answers the query), from relevance_features; compared with min_relevance."""
     z = float(np.clip(relevance_features(candidates, query_idf=query_idf) @ weights, -30.0, 30.0))
     return 1.0 / (1.0 + np.exp(-z))
+
+
+def fold_reranker_scores(probabilities: np.ndarray, spans: Sequence[tuple[int, int]],
+                         scores: Sequence[float]) -> np.ndarray:
+    """Sentence probabilities with the cross-encoder's say: a sentence inside a scored span
+    (candidate indexes start..end-1) takes the geometric mean of its own probability and the
+    span's cross-encoder probability; a sentence outside every scored span is held to at most
+    the lowest span score, as the cross-encoder saw better text elsewhere."""
+    folded = np.asarray(probabilities, dtype=np.float64).copy()
+    if not spans:
+        return folded
+    scored = np.zeros(folded.size, dtype=bool)
+    for (start, end), score in zip(spans, scores):
+        folded[start:end] = np.sqrt(folded[start:end] * float(score))
+        scored[start:end] = True
+    folded[~scored] = np.minimum(folded[~scored], float(min(scores)))
+    return folded
