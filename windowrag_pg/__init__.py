@@ -4,7 +4,9 @@ from __future__ import annotations
 from typing import Any
 
 from .assemble.context import AssembledContext, Citation, format_context
+from .config import read_database_url_from_env
 from .db.connection import DatabaseError, connect, database_url
+from .db.source import connection_source, read_source
 from .ingest import Ingestor, IngestReport
 from .pipeline import Pipeline, PipelineOptions, PipelineResult
 from .retrieve.filters import FilterError
@@ -18,18 +20,23 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
-_pipelines: dict[tuple[str | None, str], Pipeline] = {}
+_pipelines: dict[tuple[str | None, str | None, str], Pipeline] = {}
 
 
-def search(query: str, *, collection: str = "default", url: str | None = None,
+def search(query: str, *, collection: str = "default", url: str | None = None, read_url: str | None = None,
            filters: dict[str, Any] | None = None, **options: Any) -> PipelineResult:
     """The whole chain in one call: retrieve → rerank → RSE → assemble (see PipelineOptions).
 
     search(query, k=5, window=3, mode="hybrid", rerank=True, rse="balanced" | None,
            token_budget=None, filters=None)
-    Keeps one connection and pipeline per (url, collection) for the life of the process.
+    URL: the primary (else $WINDOWRAG_DATABASE_URL, else the embedded server). READ_URL (else
+    $WINDOWRAG_READ_DATABASE_URL): a streaming replica that answers the query instead.
+    Keeps one connection and pipeline per (url, read_url, collection) for the life of the process;
+    with a Connection or a psycopg_pool pool of your own, use Pipeline(conn_or_pool).
     """
-    key = (url, collection)
+    read_url = read_url or read_database_url_from_env()
+    key = (None if read_url else url, read_url, collection)
     if key not in _pipelines:
-        _pipelines[key] = Pipeline(connect(url, autocommit=True), collection=collection)
+        source = read_source(read_url) if read_url else connection_source(url)
+        _pipelines[key] = Pipeline(source, collection=collection)
     return _pipelines[key].search(query, filters=filters, **options)

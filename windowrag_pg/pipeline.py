@@ -17,6 +17,7 @@ import psycopg
 from .assemble.context import (
     AssembledContext, Citation, SentenceInfo, apply_token_budget, fit_sentences, order_contexts,
 )
+from .db.source import connection_source
 from .db.sqlfiles import load_sql
 from .embed.base import Embedder
 from .rerank.base import Reranker
@@ -89,10 +90,12 @@ class _Window:
 
 
 class Pipeline:
-    def __init__(self, conn: psycopg.Connection, *, collection: str = "default",
+    def __init__(self, conn: psycopg.Connection | Any, *, collection: str = "default",
                  embedder: Embedder | None = None, reranker: Reranker | None = None) -> None:
-        self.conn = conn
-        self.retriever = Retriever(conn, embedder=embedder, collection=collection)
+        # a Connection, a psycopg_pool ConnectionPool or a URL: a pooled connection is held
+        # per statement, so the models never keep one from other requests
+        self.source = connection_source(conn)
+        self.retriever = Retriever(self.source, embedder=embedder, collection=collection)
         self._reranker = reranker
 
     @property
@@ -183,11 +186,12 @@ class Pipeline:
     def _attach_sentences(self, windows: list[_Window]) -> None:
         if not windows:
             return
-        rows = self.conn.execute(load_sql("segment_sentences"), {
-            "documents": [w.context.document_key for w in windows],
-            "firsts": [w.context.first_ordinal for w in windows],
-            "lasts": [w.context.last_ordinal for w in windows],
-        }).fetchall()
+        with self.source.connection() as conn:
+            rows = conn.execute(load_sql("segment_sentences"), {
+                "documents": [w.context.document_key for w in windows],
+                "firsts": [w.context.first_ordinal for w in windows],
+                "lasts": [w.context.last_ordinal for w in windows],
+            }).fetchall()
         by_document: dict[int, dict[int, SentenceInfo]] = {}
         for doc, ordinal, start, end, tokens, section, page in rows:
             by_document.setdefault(doc, {})[ordinal] = SentenceInfo(ordinal, start, end, tokens, section, page)
@@ -268,11 +272,12 @@ class Pipeline:
     def _fill_text(self, contexts: list[AssembledContext]) -> None:
         if not contexts:
             return
-        rows = self.conn.execute(load_sql("document_slices"), {
-            "documents": [c.document_key for c in contexts],
-            "starts": [c.citation.start_char for c in contexts],
-            "ends": [c.citation.end_char for c in contexts],
-        }).fetchall()
+        with self.source.connection() as conn:
+            rows = conn.execute(load_sql("document_slices"), {
+                "documents": [c.document_key for c in contexts],
+                "starts": [c.citation.start_char for c in contexts],
+                "ends": [c.citation.end_char for c in contexts],
+            }).fetchall()
         for context, (text,) in zip(contexts, rows):
             context.text = text
 

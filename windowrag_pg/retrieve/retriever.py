@@ -14,6 +14,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from ..db.source import connection_source
 from ..db.sqlfiles import load_sql
 from ..embed import get_embedder
 from ..embed.base import Embedder
@@ -106,11 +107,15 @@ class SearchOptions:
 
 
 class Retriever:
-    """Search one database; the embedder must be the one the collection was built with."""
+    """Search one database; the embedder must be the one the collection was built with.
 
-    def __init__(self, conn: psycopg.Connection, *, embedder: Embedder | None = None,
+    CONN: a psycopg Connection, a psycopg_pool ConnectionPool or a URL (windowrag_pg.db.source);
+    a pooled connection is held only while a statement runs, never while the model embeds.
+    """
+
+    def __init__(self, conn: psycopg.Connection | Any, *, embedder: Embedder | None = None,
                  collection: str = "default") -> None:
-        self.conn = conn
+        self.source = connection_source(conn)
         self._embedder = embedder
         self.collection_name = collection
         self._collections: dict[str, Collection] = {}
@@ -124,9 +129,8 @@ class Retriever:
     def collection(self, name: str | None = None) -> Collection:
         name = name or self.collection_name
         if name not in self._collections:
-            self._collections[name] = get_collection(self.conn, name)
-            if not self.conn.autocommit:
-                self.conn.rollback()
+            with self.source.connection() as conn:
+                self._collections[name] = get_collection(conn, name)
         return self._collections[name]
 
     def search(
@@ -174,9 +178,8 @@ class Retriever:
 
         statement, params = build_search_statement(target.name, query, embedding, options, filters)
         started = time.perf_counter()
-        rows = self.conn.execute(statement, params, prepare=False).fetchall()
-        if not self.conn.autocommit:
-            self.conn.rollback()
+        with self.source.connection() as conn:
+            rows = conn.execute(statement, params, prepare=False).fetchall()
         timings["sql_ms"] = (time.perf_counter() - started) * 1000
         return SearchResult(query=query, contexts=[_context(row) for row in rows], timings_ms=timings)
 
