@@ -82,28 +82,31 @@ class LazyConnection:
     def connection(self) -> Iterator[psycopg.Connection]:
         with self._lock:
             if self._conn is None or self._conn.closed or self._conn.broken:
-                self._conn = self._named_errors(lambda: connect(self.url, autocommit=True, migrate=self.migrate))
+                with name_errors(self.role, "cannot be used"):
+                    self._conn = connect(self.url, autocommit=True, migrate=self.migrate)
             conn = self._conn
-        try:
+        with name_errors(self.role, "failed"):
             yield conn  # autocommit: no transaction to end
-        except psycopg.OperationalError as exc:
-            if self.role is None:
-                raise
-            raise DatabaseError(f"{self.role} failed: {exc}".strip()) from exc
 
-    def _named_errors(self, opener):
-        try:
-            return opener()
-        except DatabaseError as exc:
-            if self.role is None:
-                raise
-            raise DatabaseError(f"{self.role} cannot be used: {exc}") from exc
+
+@contextmanager
+def name_errors(role: str | None, what: str) -> Iterator[None]:
+    """Errors of a server with a ROLE (the read replica) say which server failed."""
+    try:
+        yield
+    except (DatabaseError, psycopg.OperationalError) as exc:
+        if role is None:
+            raise
+        raise DatabaseError(f"{role} {what}: {exc}".strip()) from exc
+
+
+READ_REPLICA = f"the read replica ({READ_DATABASE_URL_ENV} / read_url=)"
 
 
 def read_source(url: str) -> LazyConnection:
     """Queries on a read replica: never migrated from here (the primary is), only checked to be
     at the library's schema revision."""
-    return LazyConnection(url, migrate=False, role=f"the read replica ({READ_DATABASE_URL_ENV} / read_url=)")
+    return LazyConnection(url, migrate=False, role=READ_REPLICA)
 
 
 def connection_source(target: Any, *, migrate: bool = True) -> ConnectionSource:
