@@ -120,6 +120,28 @@ def test_langchain_retriever_in_an_lcel_chain(db_url, conn, llama_collection):
     assert chain.batch(["parental leave", "learning budget"])[0] == text
 
 
+def test_async_retrieval_on_an_async_pool_and_by_url(db_url, llama_collection):
+    require_optional("langchain_core", "langchain-core")
+    from psycopg_pool import AsyncConnectionPool
+
+    from windowrag_pg.integrations.langchain import WindowragRetriever as LangChainRetriever
+    from windowrag_pg.integrations.llama_index import WindowragRetriever as LlamaRetriever
+
+    want = {q: expected(q, llama_collection, db_url, k=2) for q in QUERIES}
+
+    async def main():
+        async with AsyncConnectionPool(db_url, min_size=1, max_size=2) as pool:
+            retriever = LangChainRetriever(collection=llama_collection, connection=pool, k=2)
+            documents = await asyncio.gather(*(retriever.ainvoke(q) for q in QUERIES))
+        nodes = await asyncio.gather(*(LlamaRetriever(collection=llama_collection, url=db_url, k=2).aretrieve(q)
+                                       for q in QUERIES))
+        return documents, nodes
+
+    documents, nodes = asyncio.run(main())
+    assert [[(d.page_content, d.metadata) for d in found] for found in documents] == [want[q] for q in QUERIES]
+    assert [[(n.node.get_content(), n.node.metadata) for n in found] for found in nodes] == [want[q] for q in QUERIES]
+
+
 def test_langchain_documents_are_ingested(db_url, collection_name):
     require_optional("langchain_core", "langchain-core")
     from langchain_core.documents import Document

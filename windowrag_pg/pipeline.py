@@ -19,6 +19,7 @@ from .assemble.context import (
 )
 from .db.source import connection_source
 from .db.sqlfiles import load_sql
+from .db.statements import Statement, Steps, run_steps
 from .embed.base import Embedder
 from .rerank.base import Reranker
 from .retrieve.retriever import Context, QueryError, Retriever, SearchOptions
@@ -112,6 +113,12 @@ class Pipeline:
 
     def run(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None = None,
             collection: str | None = None) -> PipelineResult:
+        return run_steps(self.steps(query, options, filters=filters, collection=collection), self.source)
+
+    def steps(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None = None,
+              collection: str | None = None) -> Steps[PipelineResult]:
+        """The whole chain as steps (windowrag_pg.db.statements): run() drives them on this
+        pipeline's connection, AsyncPipeline on an async one."""
         started = time.perf_counter()
         timings: dict[str, float] = {}
         rse_params = get_params(options.rse) if options.rse is not None else None
@@ -119,7 +126,7 @@ class Pipeline:
         # Asked for more windows than it returns (to rerank), the SQL walk would merge ever more
         # hits into ever bigger windows; it is held to that many windows' worth of sentences.
         budget = options.max_sentences or (wanted * (2 * options.window + 1) if wanted > options.k else None)
-        retrieved = self.retriever.search_with(
+        retrieved = yield from self.retriever.search_steps(
             query,
             SearchOptions(k=wanted, window=options.window, mode=options.mode,
                           candidates=options.candidates, clamp=options.clamp, rrf_k=options.rrf_k,
@@ -130,7 +137,7 @@ class Pipeline:
         windows = [_Window(context=c, retrieval_rank=i) for i, c in enumerate(retrieved.contexts)]
 
         mark = time.perf_counter()
-        self._attach_sentences(windows)
+        yield from self._attach_sentences(windows)
         timings["fetch_ms"] = (time.perf_counter() - mark) * 1000
 
         mark = time.perf_counter()
@@ -162,7 +169,7 @@ class Pipeline:
         contexts = order_contexts(contexts, order="score")
         contexts = apply_token_budget(contexts, budget=options.token_budget, trim=self._trim)
         contexts = order_contexts(contexts, order=options.order)
-        self._fill_text(contexts)
+        yield from self._fill_text(contexts)
         timings["assemble_ms"] = (time.perf_counter() - mark) * 1000
         timings["total_ms"] = (time.perf_counter() - started) * 1000
 
@@ -183,15 +190,14 @@ class Pipeline:
 
     # -- stages -------------------------------------------------------------------------------
 
-    def _attach_sentences(self, windows: list[_Window]) -> None:
+    def _attach_sentences(self, windows: list[_Window]) -> Steps[None]:
         if not windows:
             return
-        with self.source.connection() as conn:
-            rows = conn.execute(load_sql("segment_sentences"), {
-                "documents": [w.context.document_key for w in windows],
-                "firsts": [w.context.first_ordinal for w in windows],
-                "lasts": [w.context.last_ordinal for w in windows],
-            }).fetchall()
+        rows = yield Statement(load_sql("segment_sentences"), {
+            "documents": [w.context.document_key for w in windows],
+            "firsts": [w.context.first_ordinal for w in windows],
+            "lasts": [w.context.last_ordinal for w in windows],
+        })
         by_document: dict[int, dict[int, SentenceInfo]] = {}
         for doc, ordinal, start, end, tokens, section, page in rows:
             by_document.setdefault(doc, {})[ordinal] = SentenceInfo(ordinal, start, end, tokens, section, page)
@@ -269,15 +275,14 @@ class Pipeline:
                                 token_count=sum(s.token_count for s in chosen), document_key=context.document_key,
                                 sentences=list(chosen), hits=hits)
 
-    def _fill_text(self, contexts: list[AssembledContext]) -> None:
+    def _fill_text(self, contexts: list[AssembledContext]) -> Steps[None]:
         if not contexts:
             return
-        with self.source.connection() as conn:
-            rows = conn.execute(load_sql("document_slices"), {
-                "documents": [c.document_key for c in contexts],
-                "starts": [c.citation.start_char for c in contexts],
-                "ends": [c.citation.end_char for c in contexts],
-            }).fetchall()
+        rows = yield Statement(load_sql("document_slices"), {
+            "documents": [c.document_key for c in contexts],
+            "starts": [c.citation.start_char for c in contexts],
+            "ends": [c.citation.end_char for c in contexts],
+        })
         for context, (text,) in zip(contexts, rows):
             context.text = text
 

@@ -14,11 +14,10 @@ from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector_async
-from psycopg.pq import TransactionStatus
 
 from ..config import statement_timeout_ms
 from .connection import DatabaseError, _connection_url, _redact, connect, database_url
-from .source import READ_REPLICA, _is_pool, name_errors
+from .source import READ_REPLICA, SharedUse, _is_pool, is_async, name_errors
 from .sqlfiles import load_sql
 
 _checked: set[tuple[str, bool]] = set()
@@ -44,17 +43,21 @@ class AsyncSingleConnection:
         self.conn = conn
         self.migrate = migrate
         self._ready = False
+        self._lock = asyncio.Lock()
+        self._use = SharedUse()
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
         if not self._ready:
-            await prepare_async_connection(self.conn, migrate=self.migrate)
-            self._ready = True
-        was_idle = self.conn.info.transaction_status == TransactionStatus.IDLE
+            async with self._lock:  # concurrent first calls prepare it once
+                if not self._ready:
+                    await prepare_async_connection(self.conn, migrate=self.migrate)
+                    self._ready = True
+        self._use.enter(self.conn)
         try:
             yield self.conn
         finally:
-            if was_idle and not self.conn.closed and self.conn.info.transaction_status == TransactionStatus.INTRANS:
+            if self._use.leave(self.conn):
                 await self.conn.rollback()
 
 

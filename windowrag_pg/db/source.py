@@ -25,21 +25,44 @@ class ConnectionSource(Protocol):
         """A context manager lending a ready psycopg.Connection for one unit of work."""
 
 
+class SharedUse:
+    """Tells when to end the transaction our reads open on a shared non-autocommit connection:
+    when the last concurrent use ends, and only if the connection was idle when the first began
+    (never a transaction the caller had open)."""
+
+    def __init__(self) -> None:
+        self._users = 0
+        self._ours = False
+        self._lock = threading.Lock()
+
+    def enter(self, conn: Any) -> None:
+        with self._lock:
+            if self._users == 0:
+                self._ours = conn.info.transaction_status == TransactionStatus.IDLE
+            self._users += 1
+
+    def leave(self, conn: Any) -> bool:
+        """True when the caller must roll back now."""
+        with self._lock:
+            self._users -= 1
+            return (self._users == 0 and self._ours and not conn.closed
+                    and conn.info.transaction_status == TransactionStatus.INTRANS)
+
+
 class SingleConnection:
     """One connection shared by every call (psycopg serialises its use between threads)."""
 
     def __init__(self, conn: psycopg.Connection) -> None:
         self.conn = conn
+        self._use = SharedUse()
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
-        # Our reads open a transaction on a non-autocommit connection; end it, but never one the
-        # caller had open before the call.
-        was_idle = self.conn.info.transaction_status == TransactionStatus.IDLE
+        self._use.enter(self.conn)
         try:
             yield self.conn
         finally:
-            if was_idle and not self.conn.closed and self.conn.info.transaction_status == TransactionStatus.INTRANS:
+            if self._use.leave(self.conn):
                 self.conn.rollback()
 
 
@@ -122,10 +145,15 @@ def connection_source(target: Any, *, migrate: bool = True) -> ConnectionSource:
         return PooledConnections(target, migrate=migrate)
     if isinstance(target, (SingleConnection, PooledConnections, LazyConnection)):
         return target
-    if isinstance(target, psycopg.AsyncConnection) or _is_pool(target, "AsyncConnectionPool"):
+    if is_async(target):
         raise TypeError(f"{type(target).__name__} is asynchronous: use windowrag_pg.asearch / AsyncPipeline with it")
     raise TypeError(f"expected a psycopg Connection, a psycopg_pool ConnectionPool or a URL, "
                     f"not {type(target).__name__}")
+
+
+def is_async(target: Any) -> bool:
+    """An AsyncConnection or AsyncConnectionPool (for windowrag_pg.db.async_source)."""
+    return isinstance(target, psycopg.AsyncConnection) or _is_pool(target, "AsyncConnectionPool")
 
 
 def _is_pool(target: Any, class_name: str) -> bool:

@@ -10,6 +10,8 @@ from pathlib import PurePath
 from typing import Any
 
 from ..assemble.context import AssembledContext
+from ..async_pipeline import AsyncPipeline
+from ..db.source import is_async
 from ..db.connection import connect
 from ..ingest import Ingestor, IngestReport
 from ..pipeline import Pipeline, PipelineOptions
@@ -74,8 +76,8 @@ def ingest_sources(sources: Iterable[SourceDocument], *, connection: Any, collec
 class WindowragSearch:
     """One configured search: collection, options and where to connect.
 
-    CONNECTION: a psycopg Connection, a psycopg_pool ConnectionPool, or (for asearch) an
-    AsyncConnection / AsyncConnectionPool. Without one, windowrag_pg.search / asearch connect
+    CONNECTION: a psycopg Connection or psycopg_pool ConnectionPool, or an AsyncConnection /
+    AsyncConnectionPool (then only the async calls: aretrieve, ainvoke). Without one, windowrag_pg.search / asearch connect
     as they do (URL, READ_URL, $WINDOWRAG_DATABASE_URL, $WINDOWRAG_READ_DATABASE_URL, else the
     embedded server), sharing their process-wide pipelines.
     """
@@ -87,6 +89,7 @@ class WindowragSearch:
     filters: dict[str, Any] | None = None
     options: dict[str, Any] | None = None
     _pipeline: Any = None
+    _async_pipeline: Any = None
 
     def __post_init__(self) -> None:
         if self.connection is not None and (self.url or self.read_url):
@@ -104,4 +107,13 @@ class WindowragSearch:
         return self._pipeline.search(query, filters=self.filters, **self.options).contexts
 
     async def asearch(self, query: str) -> list[AssembledContext]:
-        return await asyncio.to_thread(self.search, query)
+        import windowrag_pg
+
+        if self.connection is None:
+            return (await windowrag_pg.asearch(query, collection=self.collection, url=self.url,
+                                               read_url=self.read_url, filters=self.filters, **self.options)).contexts
+        if not is_async(self.connection):  # a synchronous connection or pool: in a worker thread
+            return await asyncio.to_thread(self.search, query)
+        if self._async_pipeline is None:
+            self._async_pipeline = AsyncPipeline(self.connection, collection=self.collection)
+        return (await self._async_pipeline.search(query, filters=self.filters, **self.options)).contexts

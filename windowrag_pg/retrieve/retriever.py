@@ -15,11 +15,12 @@ import psycopg
 from psycopg import sql
 
 from ..db.source import connection_source
+from ..db.statements import Statement, Steps, run_steps
 from ..db.sqlfiles import load_sql
 from ..embed import get_embedder
 from ..embed.base import Embedder
 from ..parse import has_visible_text
-from ..store.collections import Collection, get_collection
+from ..store.collections import Collection, collection_from_row
 from .filters import compile_filters
 
 MODES = ("hybrid", "dense", "bm25")
@@ -127,10 +128,13 @@ class Retriever:
         return self._embedder
 
     def collection(self, name: str | None = None) -> Collection:
+        return run_steps(self.collection_steps(name), self.source)
+
+    def collection_steps(self, name: str | None = None) -> Steps[Collection]:
         name = name or self.collection_name
         if name not in self._collections:
-            with self.source.connection() as conn:
-                self._collections[name] = get_collection(conn, name)
+            rows = yield Statement(load_sql("get_collection"), [name])
+            self._collections[name] = collection_from_row(name, rows[0] if rows else None)
         return self._collections[name]
 
     def search(
@@ -159,9 +163,15 @@ class Retriever:
 
     def search_with(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
                     collection: str | None = None, query_embedding: np.ndarray | None = None) -> SearchResult:
+        return run_steps(self.search_steps(query, options, filters=filters, collection=collection,
+                                           query_embedding=query_embedding), self.source)
+
+    def search_steps(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
+                     collection: str | None = None, query_embedding: np.ndarray | None = None) -> Steps[SearchResult]:
+        """search_with as steps (windowrag_pg.db.statements): the statements it needs, yielded."""
         options.check()
         query = check_query(query)
-        target = self.collection(collection)
+        target = yield from self.collection_steps(collection)
         timings: dict[str, float] = {}
         started = time.perf_counter()
         embedding = None
@@ -178,8 +188,7 @@ class Retriever:
 
         statement, params = build_search_statement(target.name, query, embedding, options, filters)
         started = time.perf_counter()
-        with self.source.connection() as conn:
-            rows = conn.execute(statement, params, prepare=False).fetchall()
+        rows = yield Statement(statement, params, prepare=False)
         timings["sql_ms"] = (time.perf_counter() - started) * 1000
         return SearchResult(query=query, contexts=[_context(row) for row in rows], timings_ms=timings)
 
