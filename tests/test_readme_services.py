@@ -24,7 +24,7 @@ def section_blocks() -> list[str]:
 
 def test_readme_service_examples_run_as_printed(db_url):
     blocks = section_blocks()
-    assert len(blocks) >= 3
+    assert len(blocks) >= 4
     env = {**os.environ, "WINDOWRAG_DATABASE_URL": db_url, "HF_HUB_OFFLINE": "1"}
     env.pop("WINDOWRAG_READ_DATABASE_URL", None)
     outputs = []
@@ -33,7 +33,8 @@ def test_readme_service_examples_run_as_printed(db_url):
                               timeout=600)
         assert done.returncode == 0, f"README block failed:\n{block}\n{done.stderr[-3000:]}"
         outputs.append(done.stdout)
-    llama, langchain, pool = outputs[:3]
+    llama, langchain, pool, asynchronous = outputs[:4]
     assert "'document_id': 'handbook.md'" in llama and "'section_path': [" in llama
     assert "1,000 USD per calendar year" in langchain
     assert "[handbook.md]" in pool and "Learning budget" in pool
+    assert "[handbook.md]" in asynchronous and "['handbook.md', 'handbook.md']" in asynchronous
