@@ -22,7 +22,9 @@ import psycopg
 from .assemble.context import (
     AssembledContext, Citation, SentenceInfo, apply_token_budget, fit_sentences, order_contexts,
 )
+from .db.source import connection_source
 from .db.sqlfiles import load_sql
+from .db.statements import Statement, Steps, run_steps
 from .embed.base import Embedder
 from .rerank.base import Reranker
 from .retrieve.retriever import Context, QueryError, Retriever, SearchOptions
@@ -30,6 +32,7 @@ from .retrieve.retriever import Candidates
 from .segment.relevance import window_sentence_relevance
 from .segment.rse import RSEParams, best_segments, get_params
 from .segment.select import Run, choose_segments
+from .segment.values import fold_reranker_scores
 
 SELECTIONS = ("segments", "windows")
 # without a token budget, segment selection still needs a bound for its table
@@ -123,10 +126,12 @@ class _Window:
 
 
 class Pipeline:
-    def __init__(self, conn: psycopg.Connection, *, collection: str = "default",
+    def __init__(self, conn: psycopg.Connection | Any, *, collection: str = "default",
                  embedder: Embedder | None = None, reranker: Reranker | None = None) -> None:
-        self.conn = conn
-        self.retriever = Retriever(conn, embedder=embedder, collection=collection)
+        # a Connection, a psycopg_pool ConnectionPool or a URL: a pooled connection is held
+        # per statement, so the models never keep one from other requests
+        self.source = connection_source(conn)
+        self.retriever = Retriever(self.source, embedder=embedder, collection=collection)
         self._reranker = reranker
 
     @property
@@ -143,14 +148,20 @@ class Pipeline:
 
     def run(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None = None,
             collection: str | None = None) -> PipelineResult:
-        if options.selection == "segments" and options.rse is None:
-            return self._run_segments(query, options, filters=filters, collection=collection)
-        return self._run_windows(query, options, filters=filters, collection=collection)
+        return run_steps(self.steps(query, options, filters=filters, collection=collection), self.source)
 
-    def _run_segments(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None,
-                      collection: str | None) -> PipelineResult:
+    def steps(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None = None,
+              collection: str | None = None) -> Steps[PipelineResult]:
+        """The whole chain as steps (windowrag_pg.db.statements): run() drives them on this
+        pipeline's connection, AsyncPipeline on an async one."""
+        if options.selection == "segments" and options.rse is None:
+            return (yield from self._segment_steps(query, options, filters=filters, collection=collection))
+        return (yield from self._window_steps(query, options, filters=filters, collection=collection))
+
+    def _segment_steps(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None,
+                       collection: str | None) -> Steps[PipelineResult]:
         started = time.perf_counter()
-        candidates = self.retriever.candidates_with(
+        candidates = yield from self.retriever.candidates_steps(
             query,
             SearchOptions(k=options.k, window=options.window, mode=options.mode, candidates=options.candidates,
                           clamp=options.clamp, rrf_k=options.rrf_k, ef_search=options.ef_search,
@@ -162,6 +173,13 @@ class Pipeline:
         budget = options.token_budget or UNBOUNDED_BUDGET
         selection = choose_segments(candidates.sentences, query_idf=candidates.query_idf, budget=budget,
                                     max_segments=options.k, sentence_floor=options.sentence_floor)
+        timings["select_ms"] = (time.perf_counter() - mark) * 1000
+        rerank_trace = None
+        if options.rerank and selection.runs:
+            mark = time.perf_counter()
+            selection, rerank_trace = yield from self._rerank_segment_steps(candidates, selection, options, budget)
+            timings["rerank_ms"] = (time.perf_counter() - mark) * 1000
+        mark = time.perf_counter()
         abstain = None
         if not candidates.sentences:
             abstain = "no sentence matched the query"
@@ -173,16 +191,17 @@ class Pipeline:
         runs = [] if abstain else selection.runs
         contexts = [_context_from_run(candidates, run, selection.probabilities) for run in runs]
         contexts = order_contexts(contexts, order=options.order)
-        timings["select_ms"] = (time.perf_counter() - mark) * 1000
-        mark = time.perf_counter()
-        self._fill_text(contexts)
         timings["assemble_ms"] = (time.perf_counter() - mark) * 1000
+        mark = time.perf_counter()
+        yield from self._fill_text(contexts)
+        timings["fetch_ms"] = (time.perf_counter() - mark) * 1000
         timings["total_ms"] = (time.perf_counter() - started) * 1000
         trace = {
             "options": {**asdict(options), "filters": filters},
             "relevance": round(selection.relevance, 4),
             "abstain": abstain,
             "candidates": len(candidates.sentences),
+            "rerank": rerank_trace,
             "segments": [{"document_id": candidates.documents[candidates.sentences[r.start].document_key][0],
                           "first_ordinal": candidates.sentences[r.start].ordinal,
                           "last_ordinal": candidates.sentences[r.end - 1].ordinal,
@@ -194,8 +213,30 @@ class Pipeline:
         }
         return PipelineResult(query=candidates.query, contexts=contexts, trace=trace, abstained=abstain is not None)
 
-    def _run_windows(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None,
-                     collection: str | None) -> PipelineResult:
+    def _rerank_segment_steps(self, candidates: Candidates, selection, options: PipelineOptions,
+                              budget: int) -> Steps[tuple]:
+        """The cross-encoder's say in segment selection: the best runs within rerank_token_budget
+        (at most rerank_candidates of them, each read up to rerank_tokens) are scored; their
+        sentences' values fold in those scores (segment/values.py); the selection is made again
+        within the real budget."""
+        wide = choose_segments(candidates.sentences, query_idf=candidates.query_idf,
+                               budget=max(budget, options.rerank_token_budget or budget),
+                               max_segments=max(options.k, options.rerank_candidates))
+        runs = wide.runs
+        contexts = [_context_from_run(candidates, run, wide.probabilities) for run in runs]
+        yield from self._fill_text(contexts)
+        passages = [_passage_within(c, options.rerank_tokens) for c in contexts]
+        scores = self.reranker.score(candidates.query, passages)
+        folded = fold_reranker_scores(wide.probabilities, [(r.start, r.end) for r in runs], scores)
+        chosen = choose_segments(candidates.sentences, query_idf=candidates.query_idf, budget=budget,
+                                 max_segments=options.k, sentence_floor=options.sentence_floor,
+                                 probabilities=folded)
+        trace = [{"document_id": c.citation.document_id, "first_ordinal": c.citation.first_ordinal,
+                  "last_ordinal": c.citation.last_ordinal, "score": float(score)} for c, score in zip(contexts, scores)]
+        return chosen, trace
+
+    def _window_steps(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None,
+                      collection: str | None) -> Steps[PipelineResult]:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         rse_params = get_params(options.rse) if options.rse is not None else None
@@ -203,7 +244,7 @@ class Pipeline:
         # Asked for more windows than it returns (to rerank), the SQL walk would merge ever more
         # hits into ever bigger windows; it is held to that many windows' worth of sentences.
         budget = options.max_sentences or (wanted * (2 * options.window + 1) if wanted > options.k else None)
-        retrieved = self.retriever.search_with(
+        retrieved = yield from self.retriever.search_steps(
             query,
             SearchOptions(k=wanted, window=options.window, mode=options.mode,
                           candidates=options.candidates, clamp=options.clamp, rrf_k=options.rrf_k,
@@ -214,7 +255,7 @@ class Pipeline:
         windows = [_Window(context=c, retrieval_rank=i) for i, c in enumerate(retrieved.contexts)]
 
         mark = time.perf_counter()
-        self._attach_sentences(windows)
+        yield from self._attach_sentences(windows)
         timings["fetch_ms"] = (time.perf_counter() - mark) * 1000
 
         mark = time.perf_counter()
@@ -246,7 +287,7 @@ class Pipeline:
         contexts = order_contexts(contexts, order="score")
         contexts = apply_token_budget(contexts, budget=options.token_budget, trim=self._trim)
         contexts = order_contexts(contexts, order=options.order)
-        self._fill_text(contexts)
+        yield from self._fill_text(contexts)
         timings["assemble_ms"] = (time.perf_counter() - mark) * 1000
         timings["total_ms"] = (time.perf_counter() - started) * 1000
 
@@ -272,14 +313,14 @@ class Pipeline:
 
     # -- stages -------------------------------------------------------------------------------
 
-    def _attach_sentences(self, windows: list[_Window]) -> None:
+    def _attach_sentences(self, windows: list[_Window]) -> Steps[None]:
         if not windows:
             return
-        rows = self.conn.execute(load_sql("segment_sentences"), {
+        rows = yield Statement(load_sql("segment_sentences"), {
             "documents": [w.context.document_key for w in windows],
             "firsts": [w.context.first_ordinal for w in windows],
             "lasts": [w.context.last_ordinal for w in windows],
-        }).fetchall()
+        })
         by_document: dict[int, dict[int, SentenceInfo]] = {}
         for doc, ordinal, start, end, tokens, section, page in rows:
             by_document.setdefault(doc, {})[ordinal] = SentenceInfo(ordinal, start, end, tokens, section, page)
@@ -357,14 +398,14 @@ class Pipeline:
                                 token_count=sum(s.token_count for s in chosen), document_key=context.document_key,
                                 sentences=list(chosen), hits=hits)
 
-    def _fill_text(self, contexts: list[AssembledContext]) -> None:
+    def _fill_text(self, contexts: list[AssembledContext]) -> Steps[None]:
         if not contexts:
             return
-        rows = self.conn.execute(load_sql("document_slices"), {
+        rows = yield Statement(load_sql("document_slices"), {
             "documents": [c.document_key for c in contexts],
             "starts": [c.citation.start_char for c in contexts],
             "ends": [c.citation.end_char for c in contexts],
-        }).fetchall()
+        })
         for context, (text,) in zip(contexts, rows):
             context.text = text
 
@@ -384,6 +425,18 @@ def _context_from_run(candidates: Candidates, run: Run, probabilities: np.ndarra
     score = float(1.0 - np.prod(1.0 - probabilities[run.start:run.end]))
     return AssembledContext(citation=citation, text="", score=score, token_count=run.tokens,
                             document_key=first.document_key, sentences=sentences, hits=hits)
+
+
+def _passage_within(context: AssembledContext, max_tokens: int | None) -> str:
+    """What the cross-encoder reads of a chosen run: whole sentences around its best hit within
+    MAX_TOKENS (the run itself when it fits)."""
+    if max_tokens is None or context.token_count <= max_tokens:
+        return context.text
+    anchors = {h["sentence_ordinal"] for h in context.hits}
+    span = fit_sentences(context.sentences, budget=max_tokens, anchors=anchors) or (0, 0)
+    first, last = context.sentences[span[0]], context.sentences[span[1]]
+    offset = context.citation.start_char
+    return context.text[first.start_char - offset: last.end_char - offset]
 
 
 def rerank_count(tokens: Sequence[int], *, budget: int | None, minimum: int) -> int:

@@ -16,12 +16,14 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from ..db.source import connection_source
+from ..db.statements import Statement, Steps, run_steps
 from ..db.sqlfiles import load_sql
 from ..embed import get_embedder
 from ..embed.base import Embedder
 from ..parse import has_visible_text
 from ..segment.values import CandidateSentence
-from ..store.collections import Collection, get_collection
+from ..store.collections import Collection, collection_from_row
 from .filters import compile_filters
 
 MODES = ("hybrid", "dense", "bm25")
@@ -126,11 +128,15 @@ class SearchOptions:
 
 
 class Retriever:
-    """Search one database; the embedder must be the one the collection was built with."""
+    """Search one database; the embedder must be the one the collection was built with.
 
-    def __init__(self, conn: psycopg.Connection, *, embedder: Embedder | None = None,
+    CONN: a psycopg Connection, a psycopg_pool ConnectionPool or a URL (windowrag_pg.db.source);
+    a pooled connection is held only while a statement runs, never while the model embeds.
+    """
+
+    def __init__(self, conn: psycopg.Connection | Any, *, embedder: Embedder | None = None,
                  collection: str = "default") -> None:
-        self.conn = conn
+        self.source = connection_source(conn)
         self._embedder = embedder
         self.collection_name = collection
         self._collections: dict[str, Collection] = {}
@@ -142,11 +148,13 @@ class Retriever:
         return self._embedder
 
     def collection(self, name: str | None = None) -> Collection:
+        return run_steps(self.collection_steps(name), self.source)
+
+    def collection_steps(self, name: str | None = None) -> Steps[Collection]:
         name = name or self.collection_name
         if name not in self._collections:
-            self._collections[name] = get_collection(self.conn, name)
-            if not self.conn.autocommit:
-                self.conn.rollback()
+            rows = yield Statement(load_sql("get_collection"), [name])
+            self._collections[name] = collection_from_row(name, rows[0] if rows else None)
         return self._collections[name]
 
     def search(
@@ -175,25 +183,37 @@ class Retriever:
 
     def search_with(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
                     collection: str | None = None, query_embedding: np.ndarray | None = None) -> SearchResult:
-        query, target, embedding, timings = self._prepare(query, options, collection, query_embedding)
+        return run_steps(self.search_steps(query, options, filters=filters, collection=collection,
+                                           query_embedding=query_embedding), self.source)
+
+    def search_steps(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
+                     collection: str | None = None, query_embedding: np.ndarray | None = None) -> Steps[SearchResult]:
+        """search_with as steps (windowrag_pg.db.statements): the statements it needs, yielded."""
+        query, target, embedding, timings = yield from self._prepare(query, options, collection, query_embedding)
         statement, params = build_search_statement(target.name, query, embedding, options, filters)
-        rows = self._fetch(statement, params, timings)
+        rows = yield from _timed(Statement(statement, params, prepare=False), timings)
         return SearchResult(query=query, contexts=[_context(row) for row in rows], timings_ms=timings)
 
     def candidates_with(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
                         collection: str | None = None, query_embedding: np.ndarray | None = None) -> Candidates:
         """Every sentence within options.radius of the best options.candidates fused hits."""
-        query, target, embedding, timings = self._prepare(query, options, collection, query_embedding)
+        return run_steps(self.candidates_steps(query, options, filters=filters, collection=collection,
+                                               query_embedding=query_embedding), self.source)
+
+    def candidates_steps(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
+                         collection: str | None = None, query_embedding: np.ndarray | None = None) -> Steps[Candidates]:
+        query, target, embedding, timings = yield from self._prepare(query, options, collection, query_embedding)
         statement, params = build_search_statement(target.name, query, embedding, options, filters,
                                                    template="candidate_sentences")
-        rows = self._fetch(statement, params, timings)
+        rows = yield from _timed(Statement(statement, params, prepare=False), timings)
         return candidates_from_rows(query, rows, timings)
 
     def _prepare(self, query: str, options: SearchOptions, collection: str | None,
-                 query_embedding: np.ndarray | None):
+                 query_embedding: np.ndarray | None) -> Steps[tuple]:
+        """Checked query, its collection, its embedding (None for BM25 alone), and timings so far."""
         options.check()
         query = check_query(query)
-        target = self.collection(collection)
+        target = yield from self.collection_steps(collection)
         timings: dict[str, float] = {}
         started = time.perf_counter()
         embedding = None
@@ -209,13 +229,12 @@ class Retriever:
         timings["embed_ms"] = (time.perf_counter() - started) * 1000
         return query, target, embedding, timings
 
-    def _fetch(self, statement, params, timings: dict[str, float]) -> list:
-        started = time.perf_counter()
-        rows = self.conn.execute(statement, params, prepare=False).fetchall()
-        if not self.conn.autocommit:
-            self.conn.rollback()
-        timings["sql_ms"] = (time.perf_counter() - started) * 1000
-        return rows
+
+def _timed(statement: Statement, timings: dict[str, float]) -> Steps[list]:
+    started = time.perf_counter()
+    rows = yield statement
+    timings["sql_ms"] = (time.perf_counter() - started) * 1000
+    return rows
 
 
 def build_search_statement(collection: str, query: str, embedding: np.ndarray | None,
