@@ -142,7 +142,7 @@ def sentence_probabilities(features: np.ndarray, weights: np.ndarray = WEIGHTS) 
 RELEVANCE_FEATURES = ("bias", "best_cosine", "best_window_cosine", "best_term_share", "best_window_term_share",
                       "cosine_margin")
 # Fitted by benchmarks/fit_sentence_values.py on in-corpus against out-of-corpus dev questions.
-RELEVANCE_WEIGHTS = np.zeros(len(RELEVANCE_FEATURES))
+RELEVANCE_WEIGHTS = np.array([-11.5786, 5.4257, 5.3894, 5.2672, 5.8026, -1.5053])
 
 
 def relevance_features(candidates: Sequence[CandidateSentence], *, query_idf: float) -> np.ndarray:
