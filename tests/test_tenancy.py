@@ -614,7 +614,11 @@ def test_no_tenant_chooses_ids_ahead_of_the_sequences(tenancy, embedder):
             "SELECT d.id, s.id FROM windowrag.documents d JOIN windowrag.sections s ON s.document_id = d.id "
             "WHERE d.collection_id = %s LIMIT 1", [tenancy.id_a]).fetchone()
         vector = embedder.embed_documents(["x"])[0]
-        explicit_ids = {  # collections: writers may not insert them at all (test above)
+        explicit_ids = {
+            # writers may not insert collections at all (test above); a role a DBA lets do it is
+            # held to the sequence too (granted for this test, below)
+            "collections": ("INSERT INTO windowrag.collections (id, name, embedding_model, dimension, tenant)"
+                            " VALUES (%s, %s, 'm', 3, %s)", [f"x_{uuid.uuid4().hex[:6]}", tenancy.tenant_a]),
             "documents": ("INSERT INTO windowrag.documents (id, collection_id, external_id, format, content_hash,"
                           " text, sentence_count) VALUES (%s, %s, 'ahead', 'text', 'h', 'x', 0)", [tenancy.id_a]),
             "sections": ("INSERT INTO windowrag.sections (id, document_id, ordinal, heading_path, level, start_char,"
@@ -624,11 +628,21 @@ def test_no_tenant_chooses_ids_ahead_of_the_sequences(tenancy, embedder):
                           " VALUES (%s, %s, %s, %s, 9999, 0, 1, 'sentence', 'x', 1, %s, 'x', 1)",
                           [tenancy.id_a, document, section, vector]),
         }
-        for table, (statement, params) in explicit_ids.items():
-            conn.execute(sql.SQL("SELECT nextval({})").format(sql.Literal(f"windowrag.{table}_id_seq")))
-            with pytest.raises(errors.InsufficientPrivilege, match="row-level security"):
-                conn.execute(statement, [ahead(conn, table), *params])
-        for table in ("collections", *explicit_ids):
+        grant = sql.SQL("GRANT INSERT ON windowrag.collections TO {role};"
+                        " GRANT USAGE ON windowrag.collections_id_seq TO {role}").format(role=sql.Identifier(WRITER_A))
+        revoke = sql.SQL("REVOKE INSERT ON windowrag.collections FROM {role};"
+                         " REVOKE USAGE ON windowrag.collections_id_seq FROM {role}").format(role=sql.Identifier(WRITER_A))
+        with db.connect(tenancy.db_url, autocommit=True) as owner:
+            owner.execute(grant)
+        try:
+            for table, (statement, params) in explicit_ids.items():
+                conn.execute(sql.SQL("SELECT nextval({})").format(sql.Literal(f"windowrag.{table}_id_seq")))
+                with pytest.raises(errors.InsufficientPrivilege, match="row-level security"):
+                    conn.execute(statement, [ahead(conn, table), *params])
+        finally:
+            with db.connect(tenancy.db_url, autocommit=True) as owner:
+                owner.execute(revoke)
+        for table in explicit_ids:
             # nor may a row of its own move its id ahead of the sequence
             with pytest.raises(errors.FeatureNotSupported, match="cannot move"):
                 conn.execute(sql.SQL("UPDATE windowrag.{} SET id = id + 1000000 WHERE id = (SELECT max(id) FROM windowrag.{})"
