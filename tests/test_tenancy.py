@@ -472,11 +472,6 @@ def test_writer_writes_its_own_tenant_only(tenancy, embedder):
             (sentence_columns, [tenancy.id_a, a_document, tenancy.sections_b[0], vector]),
             # moving A's rows into B
             ("UPDATE windowrag.collections SET tenant = %s WHERE id = %s", [tenancy.tenant_b, tenancy.id_a]),
-            # a new collection of another tenant, or of the default tenant
-            ("INSERT INTO windowrag.collections (name, embedding_model, dimension, tenant) VALUES (%s, 'm', 3, %s)",
-             [f"x_{uuid.uuid4().hex[:6]}", tenancy.tenant_b]),
-            ("INSERT INTO windowrag.collections (name, embedding_model, dimension) VALUES (%s, 'm', 3)",
-             [f"x_{uuid.uuid4().hex[:6]}"]),
         ]
         for statement, params in refused:
             with pytest.raises(errors.InsufficientPrivilege, match="row-level security"):
@@ -507,10 +502,24 @@ def test_writer_writes_its_own_tenant_only(tenancy, embedder):
         with pytest.raises(errors.InsufficientPrivilege, match="permission denied"):
             conn.execute("CREATE TRIGGER fake_bm25 AFTER INSERT ON fake REFERENCING NEW TABLE AS new_rows "
                          "FOR EACH STATEMENT EXECUTE FUNCTION windowrag.bm25_after_insert()")
-        # a collection of its own tenant is fine
+        # collections are provisioned by the owner (0007): no INSERT for writers, in any tenant,
+        # and no nextval on the collections' integer sequence (it could be burnt through)
+        for statement, params in (
+                ("INSERT INTO windowrag.collections (name, embedding_model, dimension, tenant) VALUES (%s, 'm', 3, %s)",
+                 [f"x_{uuid.uuid4().hex[:6]}", tenancy.tenant_a]),
+                ("INSERT INTO windowrag.collections (name, embedding_model, dimension, tenant) VALUES (%s, 'm', 3, %s)",
+                 [f"x_{uuid.uuid4().hex[:6]}", tenancy.tenant_b]),
+                ("INSERT INTO windowrag.collections (name, embedding_model, dimension) VALUES (%s, 'm', 3)",
+                 [f"x_{uuid.uuid4().hex[:6]}"]),
+                ("SELECT nextval('windowrag.collections_id_seq') FROM generate_series(1, 1000)", None)):
+            with pytest.raises(errors.InsufficientPrivilege, match="permission denied"):
+                conn.execute(statement, params)
+        with pytest.raises(CollectionError, match="may not create collections"):
+            Ingestor(conn, collection=f"x_{uuid.uuid4().hex[:6]}", embedder=embedder, tenant=tenancy.tenant_a)
+        # a collection the owner provisioned in its tenant it may delete
         own = f"x_{uuid.uuid4().hex[:6]}"
-        conn.execute("INSERT INTO windowrag.collections (name, embedding_model, dimension, tenant) VALUES (%s, 'm', 3, %s)",
-                     [own, tenancy.tenant_a])
+        owner.execute("INSERT INTO windowrag.collections (name, embedding_model, dimension, tenant) VALUES (%s, 'm', 3, %s)",
+                      [own, tenancy.tenant_a])
         assert conn.execute("DELETE FROM windowrag.collections WHERE name = %s", [own]).rowcount == 1
 
         assert _collection_counts(owner, tenancy.id_b) == tenancy.counts_b
@@ -606,6 +615,8 @@ def test_no_tenant_chooses_ids_ahead_of_the_sequences(tenancy, embedder):
             "WHERE d.collection_id = %s LIMIT 1", [tenancy.id_a]).fetchone()
         vector = embedder.embed_documents(["x"])[0]
         explicit_ids = {
+            # writers may not insert collections at all (test above); a role a DBA lets do it is
+            # held to the sequence too (granted for this test, below)
             "collections": ("INSERT INTO windowrag.collections (id, name, embedding_model, dimension, tenant)"
                             " VALUES (%s, %s, 'm', 3, %s)", [f"x_{uuid.uuid4().hex[:6]}", tenancy.tenant_a]),
             "documents": ("INSERT INTO windowrag.documents (id, collection_id, external_id, format, content_hash,"
@@ -617,10 +628,21 @@ def test_no_tenant_chooses_ids_ahead_of_the_sequences(tenancy, embedder):
                           " VALUES (%s, %s, %s, %s, 9999, 0, 1, 'sentence', 'x', 1, %s, 'x', 1)",
                           [tenancy.id_a, document, section, vector]),
         }
-        for table, (statement, params) in explicit_ids.items():
-            conn.execute(sql.SQL("SELECT nextval({})").format(sql.Literal(f"windowrag.{table}_id_seq")))
-            with pytest.raises(errors.InsufficientPrivilege, match="row-level security"):
-                conn.execute(statement, [ahead(conn, table), *params])
+        grant = sql.SQL("GRANT INSERT ON windowrag.collections TO {role};"
+                        " GRANT USAGE ON windowrag.collections_id_seq TO {role}").format(role=sql.Identifier(WRITER_A))
+        revoke = sql.SQL("REVOKE INSERT ON windowrag.collections FROM {role};"
+                         " REVOKE USAGE ON windowrag.collections_id_seq FROM {role}").format(role=sql.Identifier(WRITER_A))
+        with db.connect(tenancy.db_url, autocommit=True) as owner:
+            owner.execute(grant)
+        try:
+            for table, (statement, params) in explicit_ids.items():
+                conn.execute(sql.SQL("SELECT nextval({})").format(sql.Literal(f"windowrag.{table}_id_seq")))
+                with pytest.raises(errors.InsufficientPrivilege, match="row-level security"):
+                    conn.execute(statement, [ahead(conn, table), *params])
+        finally:
+            with db.connect(tenancy.db_url, autocommit=True) as owner:
+                owner.execute(revoke)
+        for table in explicit_ids:
             # nor may a row of its own move its id ahead of the sequence
             with pytest.raises(errors.FeatureNotSupported, match="cannot move"):
                 conn.execute(sql.SQL("UPDATE windowrag.{} SET id = id + 1000000 WHERE id = (SELECT max(id) FROM windowrag.{})"
@@ -731,6 +753,32 @@ def test_tenancy_migration_round_trip_keeps_every_row_and_tenant(db_url, embedde
                                 [[f"windowrag.{t}" for t in TABLES]]).fetchone()[0]
             assert conn.execute("SELECT has_table_privilege('windowrag_reader', 'windowrag.sentences', 'SELECT')"
                                 ).fetchone()[0]
+    finally:
+        with psycopg.connect(db_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def test_ids_migration_round_trip_restores_0005_exactly(db_url):
+    name = "tenant_ids_migration_test"
+    with psycopg.connect(db_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = psycopg.conninfo.make_conninfo(db_url, dbname=name)
+    writer_may_create = ("SELECT has_table_privilege('windowrag_writer', 'windowrag.collections', 'INSERT'),"
+                         " has_sequence_privilege('windowrag_writer', 'windowrag.collections_id_seq', 'USAGE')")
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            db.upgrade(conn, "0005")
+            before = conn.execute(SCHEMA_FINGERPRINT).fetchone()[0]
+            assert conn.execute(writer_may_create).fetchone() == (True, True)
+            db.upgrade(conn)
+            assert conn.execute(writer_may_create).fetchone() == (False, False)
+            db.downgrade(conn, "0005")
+            assert conn.execute(SCHEMA_FINGERPRINT).fetchone()[0] == before
+            assert conn.execute(writer_may_create).fetchone() == (True, True)
+            db.upgrade(conn)
+            conn.execute("SELECT windowrag.setup_tenancy_roles()")  # what a DBA re-runs keeps them away
+            assert conn.execute(writer_may_create).fetchone() == (False, False)
     finally:
         with psycopg.connect(db_url, autocommit=True) as admin:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))

@@ -271,10 +271,12 @@ class _Prepared:
     texts: list[str]
 
 
-# What fails one document, not the batch. Any database error of a document's own statements
-# (a lock or statement timeout, a unique violation, a refused privilege, …) rolls back that
-# document's transaction only; a broken connection still stops the batch (see fail()).
-INGEST_ERRORS = (ParseError, EmbeddingError, ValueError, psycopg.Error)
+# What fails one document, not the batch: any exception of its own parse, split, embedding or
+# statements — a database error (lock or statement timeout, unique violation, refused privilege,
+# …) rolls back that document's transaction only. A broken connection still stops the batch
+# (see fail()); KeyboardInterrupt and SystemExit are not Exceptions and stop it too.
+INGEST_ERRORS = (Exception,)
+EXPECTED_ERRORS = (ParseError, EmbeddingError, ValueError)  # their messages are written for users
 
 
 def _describe(exc: Exception) -> str:
@@ -282,4 +284,6 @@ def _describe(exc: Exception) -> str:
         diag = getattr(exc, "diag", None)
         primary = diag.message_primary if diag is not None and diag.message_primary else str(exc)
         return f"database refused the document: {primary}"
-    return str(exc)
+    if isinstance(exc, EXPECTED_ERRORS):
+        return str(exc)
+    return f"unexpected {type(exc).__name__}: {exc}"

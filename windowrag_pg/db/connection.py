@@ -140,7 +140,7 @@ def check_revision(conn: psycopg.Connection) -> None:
 
 def downgrade(conn: psycopg.Connection, revision: str = "base", *, confirm_data_loss: bool = False) -> None:
     """Run Alembic downgrades to REVISION. One that deletes stored data (below 0001) raises
-    DataLossNotConfirmed, changing nothing, unless CONFIRM_DATA_LOSS (windowrag_pg/db/data_loss.py)."""
+    DataLossNotConfirmed, changing nothing, unless confirm_data_loss (windowrag_pg/db/data_loss.py)."""
     from .data_loss import CONFIRM_ATTRIBUTE
 
     _run_alembic(conn, "downgrade", revision, attributes={CONFIRM_ATTRIBUTE: confirm_data_loss})

@@ -6,6 +6,7 @@ The decision and the message are pure functions; guard_data_loss() applies them 
 """
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -49,8 +50,6 @@ def guard_data_loss(action: str, per_collection: Sequence[tuple[str, int, int]])
     """Inside a migration: refuse (DataLossNotConfirmed) unless confirmed; say what is lost either way."""
     if not per_collection:
         return  # nothing stored, nothing lost
-    import os
-
     from alembic import context
 
     loss = describe_loss(action, per_collection)

@@ -53,8 +53,9 @@ def ensure_collection(
     existing one must belong to it (any tenant when None). A tenant role sees only its tenants'
     collections, so for it another tenant's collection "does not exist".
     """
-    conn.execute(load_sql("insert_collection"),
-                 [name, embedding_model, dimension, contextual_headers, unit, chunk_tokens, tenant or "default"])
+    if conn.execute(load_sql("get_collection"), [name]).fetchone() is None:
+        _create_collection(conn, name, [name, embedding_model, dimension, contextual_headers, unit,
+                                        chunk_tokens, tenant or "default"])
     collection = get_collection(conn, name)
     if tenant is not None:
         owner = conn.execute(load_sql("collection_tenant"), [collection.id]).fetchone()[0]
@@ -78,6 +79,16 @@ def ensure_collection(
         )
     ensure_collection_index(conn, collection)
     return collection
+
+
+def _create_collection(conn: psycopg.Connection, name: str, values: list) -> None:
+    try:
+        conn.execute(load_sql("insert_collection"), values)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise CollectionError(
+            f"collection {name!r} does not exist, and this role may not create collections: "
+            "the schema owner provisions them (docs/tenancy.md)"
+        ) from exc
 
 
 def collection_index_name(collection: Collection) -> str:
