@@ -101,6 +101,7 @@ class Ingestor:
         tenant: str | None = None,
     ) -> None:
         self.source = connection_source(conn)
+        self._last_conn: psycopg.Connection | None = None  # the server is gone when it broke
         if isinstance(self.source, SingleConnection) and not self.source.conn.autocommit:
             raise ValueError("Ingestor needs an autocommit connection: each document commits on its own")
         self.embedder = embedder or get_embedder()
@@ -119,6 +120,7 @@ class Ingestor:
     def _connection(self) -> Iterator[psycopg.Connection]:
         """A connection in autocommit mode (each document commits on its own), as it was after."""
         with self.source.connection() as conn:
+            self._last_conn = conn
             if conn.autocommit:
                 yield conn
                 return
@@ -146,7 +148,7 @@ class Ingestor:
         pending: list[_Prepared] = []
 
         def fail(name: str, exc: Exception) -> None:
-            if self.conn.closed or self.conn.broken:
+            if self._last_conn is not None and (self._last_conn.closed or self._last_conn.broken):
                 raise exc  # the server is gone: every further document would fail the same way
             report.errors.append(SourceError(name, _describe(exc)))
             if on_document:

@@ -58,7 +58,10 @@ class AsyncSingleConnection:
             yield self.conn
         finally:
             if self._use.leave(self.conn):
-                await self.conn.rollback()
+                try:
+                    await self.conn.rollback()
+                finally:
+                    self._use.ended()
 
 
 class AsyncPooledConnections:

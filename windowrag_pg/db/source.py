@@ -33,20 +33,26 @@ class SharedUse:
     def __init__(self) -> None:
         self._users = 0
         self._ours = False
+        self._ending = False  # our rollback is under way: the transaction still shown is ours
         self._lock = threading.Lock()
 
     def enter(self, conn: Any) -> None:
         with self._lock:
-            if self._users == 0:
+            if self._users == 0 and not self._ending:
                 self._ours = conn.info.transaction_status == TransactionStatus.IDLE
             self._users += 1
 
     def leave(self, conn: Any) -> bool:
-        """True when the caller must roll back now."""
+        """True when the caller must roll back now (and then call ended())."""
         with self._lock:
             self._users -= 1
-            return (self._users == 0 and self._ours and not conn.closed
-                    and conn.info.transaction_status == TransactionStatus.INTRANS)
+            self._ending = (self._users == 0 and self._ours and not conn.closed
+                            and conn.info.transaction_status == TransactionStatus.INTRANS)
+            return self._ending
+
+    def ended(self) -> None:
+        with self._lock:
+            self._ending = False
 
 
 class SingleConnection:
@@ -63,7 +69,10 @@ class SingleConnection:
             yield self.conn
         finally:
             if self._use.leave(self.conn):
-                self.conn.rollback()
+                try:
+                    self.conn.rollback()
+                finally:
+                    self._use.ended()
 
 
 class PooledConnections:
