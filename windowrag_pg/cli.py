@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from .config import DEFAULT_COLLECTION
@@ -77,8 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="print every stage's decisions")
     p.set_defaults(handler=cmd_query)
 
-    p = sub.add_parser("delete", help="delete a document (by external id) with its sections and sentences")
-    p.add_argument("document_id")
+    p = sub.add_parser("embed-query", help="print a query's embedding as a pgvector literal (for psql)")
+    p.add_argument("query")
+    p.add_argument("--collection", default=None,
+                   help="embed with this collection's model (default: the default embedder)")
+    p.add_argument("--embedder", default=None)
+    p.set_defaults(handler=cmd_embed_query)
+
+    p = sub.add_parser("delete", help="delete a document (by id, or a file's path) with its sections and sentences")
+    p.add_argument("document_id", help="the document's id, or the path of an ingested file (typed any way)")
     p.add_argument("--collection", default=DEFAULT_COLLECTION)
     p.set_defaults(handler=cmd_delete)
 
@@ -131,7 +139,7 @@ def cmd_ingest(args) -> int:
         print(json.dumps(report.as_dict(), indent=2))
     else:
         _print_ingest_report(report)
-    return 1 if report.errors and report.documents == 0 else 0
+    return 1 if report.errors else 0  # after the summary: a script must see that an input failed
 
 
 def _print_ingest_report(report) -> None:
@@ -199,16 +207,40 @@ def _print_contexts(result) -> None:
         console.print(Panel(Text(context.text), title=title, title_align="left"))
 
 
+def cmd_embed_query(args) -> int:
+    from .embed import get_embedder
+    from .retrieve.retriever import check_embedding, check_query
+
+    model = args.embedder
+    if args.collection is not None:
+        from .store.collections import get_collection
+
+        with _connect(args) as conn:
+            model = model or get_collection(conn, args.collection).embedding_model
+    embedder = get_embedder(model)
+    vector = check_embedding(embedder.embed_query(check_query(args.query)), embedder.dimension)
+    # repr of float32 → shortest text that reads back to the same float32
+    print("[" + ",".join(repr(float(x)) for x in vector) + "]")
+    return 0
+
+
 def cmd_delete(args) -> int:
     from .store.collections import get_collection
     from .store.writer import delete_document
 
+    from .sources import file_document_id
+
+    document_id = args.document_id
     with _connect(args) as conn:
-        deleted = delete_document(conn, get_collection(conn, args.collection), args.document_id)
+        collection = get_collection(conn, args.collection)
+        deleted = delete_document(conn, collection, document_id)
+        if not deleted and Path(document_id).exists():  # a file's path, typed any way: its id
+            document_id = file_document_id(document_id)
+            deleted = delete_document(conn, collection, document_id)
     if not deleted:
         print(f"windowrag: no document {args.document_id!r} in collection {args.collection!r}", file=sys.stderr)
         return 1
-    print(f"deleted {args.document_id}")
+    print(f"deleted {document_id}")
     return 0
 
 

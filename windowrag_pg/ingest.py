@@ -82,7 +82,12 @@ def embedding_texts(parsed: ParsedDocument, units: list[Unit], *, title: str | N
 
 
 class Ingestor:
-    """Ingest documents into one collection over an autocommit connection."""
+    """Ingest documents into one collection; each document commits on its own.
+
+    Any connection will do: on an autocommit connection each document is one transaction; on a
+    transactional one (psycopg's default) the Ingestor opens and commits its own transactions,
+    so the connection must not hold uncommitted work of the caller's.
+    """
 
     def __init__(
         self,
@@ -95,19 +100,22 @@ class Ingestor:
         chunk_tokens: int | None = None,
         tenant: str | None = None,
     ) -> None:
-        if not conn.autocommit:
-            raise ValueError("Ingestor needs an autocommit connection: each document commits on its own")
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            raise ValueError(
+                "Ingestor: the connection has a transaction in progress; commit or roll it back first "
+                "(each document commits on its own)")
         self.conn = conn
         self.embedder = embedder or get_embedder()
         self.max_unit_chars = max_unit_chars
         # chunk_tokens set: the naive baseline of the evaluation (fixed-size token chunks are the
         # retrieval unit instead of sentences), stored in the same tables.
         self.chunk_tokens = chunk_tokens
-        self.collection: Collection = ensure_collection(
-            conn, collection, embedding_model=self.embedder.model_id,
-            dimension=self.embedder.dimension, contextual_headers=contextual_headers,
-            unit="chunk" if chunk_tokens else "sentence", chunk_tokens=chunk_tokens, tenant=tenant,
-        )
+        with conn.transaction():  # on a transactional connection: begin … commit here
+            self.collection: Collection = ensure_collection(
+                conn, collection, embedding_model=self.embedder.model_id,
+                dimension=self.embedder.dimension, contextual_headers=contextual_headers,
+                unit="chunk" if chunk_tokens else "sentence", chunk_tokens=chunk_tokens, tenant=tenant,
+            )
 
     def ingest(
         self,
@@ -178,7 +186,9 @@ class Ingestor:
         """Check, hash, parse and split one document; None when it is stored unchanged."""
         check_source(source)  # fields Postgres cannot store, metadata that is not plain JSON
         digest = content_hash(source)
-        if existing_hash(self.conn, self.collection, source.external_id) == digest:
+        with self.conn.transaction():  # no transaction left open between documents
+            stored = existing_hash(self.conn, self.collection, source.external_id)
+        if stored == digest:
             return None
         parsed = parse_source(source)
         units = self.make_units(parsed)
