@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import DEFAULT_COLLECTION
+from .limits import describe
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,23 +52,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("query", help="search a collection: retrieve, rerank, RSE, assemble")
     p.add_argument("query")
-    p.add_argument("--k", type=int, default=5)
-    p.add_argument("--window", type=int, default=3)
+    p.add_argument("--k", type=int, default=5, help=f"contexts to return ({describe('k')})")
+    p.add_argument("--window", type=int, default=3, help=f"sentences each side of a hit ({describe('window')})")
     p.add_argument("--mode", default="hybrid", choices=["hybrid", "dense", "bm25"])
-    p.add_argument("--candidates", type=int, default=20, help="candidates per list (dense, BM25) before fusion")
+    p.add_argument("--candidates", type=int, default=20, help=f"candidates per list (dense, BM25) before fusion ({describe('candidates')})")
     p.add_argument("--clamp", default="section", choices=["section", "document"])
     p.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
                    help="rerank windows with the cross-encoder (default: off, see docs/evaluation.md)")
-    p.add_argument("--rerank-candidates", type=int, default=None, help="windows to rerank")
+    p.add_argument("--rerank-candidates", type=int, default=None, help=f"windows to rerank ({describe('rerank_candidates')})")
     p.add_argument("--rerank-token-budget", type=int, default=None,
                    help="tokens the cross-encoder reads in all (it scores windows in retrieval order while they fit; "
                         "default 1500, about 0.5 s on 2 cores)")
     p.add_argument("--rerank-tokens", type=int, default=None,
                    help="tokens of each window the cross-encoder reads (whole sentences around the hits)")
     p.add_argument("--rse", default=None, help="RSE preset: balanced, precision, find_all or none")
-    p.add_argument("--token-budget", type=int, default=None)
+    p.add_argument("--token-budget", type=int, default=None,
+                   help=f"tokens of all returned contexts ({describe('token_budget')}; unset: cut at the maximum)")
     p.add_argument("--max-sentences", type=int, default=None,
-                   help="sentences the retrieved windows may hold together (default: no budget)")
+                   help=f"sentences the retrieved windows may hold together ({describe('max_sentences')}; default: no budget)")
     p.add_argument("--order", default="score", choices=["score", "document"])
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
                    help="metadata.KEY=V, document_id=ID, source=S; also >=, <=, >, <")
@@ -168,9 +170,9 @@ def cmd_query(args) -> int:
     options = PipelineOptions(
         k=args.k, window=args.window, mode=args.mode, candidates=args.candidates, clamp=args.clamp,
         rerank=defaults.rerank if args.rerank is None else args.rerank,
-        rerank_candidates=args.rerank_candidates or defaults.rerank_candidates,
-        rerank_tokens=args.rerank_tokens or defaults.rerank_tokens,
-        rerank_token_budget=args.rerank_token_budget or defaults.rerank_token_budget,
+        rerank_candidates=_given(args.rerank_candidates, defaults.rerank_candidates),
+        rerank_tokens=_given(args.rerank_tokens, defaults.rerank_tokens),
+        rerank_token_budget=_given(args.rerank_token_budget, defaults.rerank_token_budget),
         rse=defaults.rse if args.rse is None else (None if args.rse.lower() == "none" else args.rse),
         token_budget=args.token_budget, order=args.order, max_sentences=args.max_sentences,
     )
@@ -182,6 +184,8 @@ def cmd_query(args) -> int:
     with _connect(args) as conn:
         pipeline = Pipeline(conn, collection=args.collection, embedder=get_embedder(args.embedder), reranker=reranker)
         result = pipeline.run(args.query, options, filters=filters or None)
+    for note in result.trace.get("notes", []):
+        print(f"windowrag: note: {note}", file=sys.stderr)
     if args.json:
         print(json.dumps(result.as_dict(), ensure_ascii=False, indent=2, default=str))
         return 0
@@ -191,6 +195,11 @@ def cmd_query(args) -> int:
         print_trace(result)
     _print_contexts(result)
     return 0
+
+
+def _given(value, default):
+    """The option's value when given (0 included: the limits check refuses it by name), else the default."""
+    return default if value is None else value
 
 
 def _print_contexts(result) -> None:

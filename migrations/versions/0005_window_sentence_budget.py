@@ -27,7 +27,7 @@ NEW = f"windowrag.search_windows({ARGUMENTS}, integer)"
 
 def upgrade() -> None:
     op.execute(f"DROP FUNCTION IF EXISTS {OLD}")
-    op.execute(load_sql("functions"))
+    op.execute(load_sql("functions_0005"))
 
 
 def downgrade() -> None:

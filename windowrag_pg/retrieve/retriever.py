@@ -17,13 +17,14 @@ from psycopg import sql
 from ..db.sqlfiles import load_sql
 from ..embed import get_embedder
 from ..embed.base import Embedder
+from ..limits import LIMITS, first_problem, problem
 from ..parse import has_visible_text
 from ..store.collections import Collection, get_collection
 from .filters import compile_filters
 
 MODES = ("hybrid", "dense", "bm25")
 CLAMPS = ("section", "document")
-MAX_QUERY_CHARS = 20_000
+MAX_QUERY_CHARS = LIMITS["query_chars"].high
 
 
 class QueryError(ValueError):
@@ -64,6 +65,7 @@ class SearchResult:
     query: str
     contexts: list[Context]
     timings_ms: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # why fewer than k contexts came back, …
 
     def as_dict(self) -> dict[str, Any]:
         return {"query": self.query, "contexts": [c.as_dict() for c in self.contexts]}
@@ -90,15 +92,10 @@ class SearchOptions:
             raise QueryError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.clamp not in CLAMPS:
             raise QueryError(f"clamp must be one of {', '.join(CLAMPS)}, not {self.clamp!r}")
-        for name in ("k", "candidates", "ef_search", "rrf_k"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or not 1 <= value <= 10_000:
-                raise QueryError(f"{name} must be an integer between 1 and 10000, not {value!r}")
-        if self.max_sentences is not None and (not isinstance(self.max_sentences, int)
-                                               or not 1 <= self.max_sentences <= 1_000_000):
-            raise QueryError(f"max_sentences must be an integer between 1 and 1000000, not {self.max_sentences!r}")
-        if not isinstance(self.window, int) or not 0 <= self.window <= 1000:
-            raise QueryError(f"window must be an integer between 0 and 1000, not {self.window!r}")
+        found = first_problem(k=self.k, candidates=self.candidates, ef_search=self.ef_search, rrf_k=self.rrf_k,
+                              window=self.window, max_sentences=self.max_sentences)
+        if found:
+            raise QueryError(found)
         for name in ("dense_weight", "bm25_weight", "k1", "b"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
@@ -178,7 +175,11 @@ class Retriever:
         if not self.conn.autocommit:
             self.conn.rollback()
         timings["sql_ms"] = (time.perf_counter() - started) * 1000
-        return SearchResult(query=query, contexts=[_context(row) for row in rows], timings_ms=timings)
+        notes = []
+        if len(rows) < options.k:
+            notes.append(f"{len(rows)} contexts for k={options.k}: the best {options.candidates} sentences of each "
+                         f"list made no more windows (raise candidates, up to {LIMITS['candidates'].high})")
+        return SearchResult(query=query, contexts=[_context(row) for row in rows], timings_ms=timings, notes=notes)
 
 
 def build_search_statement(collection: str, query: str, embedding: np.ndarray | None,
@@ -203,7 +204,7 @@ def check_query(query: Any) -> str:
     if not isinstance(query, str):
         raise QueryError(f"query must be a string, got {type(query).__name__}")
     if len(query) > MAX_QUERY_CHARS:
-        raise QueryError(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
+        raise QueryError(problem("query_chars", len(query)))
     if "\x00" in query:
         raise QueryError("query contains a NUL character")
     try:

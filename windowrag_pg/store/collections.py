@@ -7,6 +7,7 @@ import psycopg
 from psycopg import sql
 
 from ..db.sqlfiles import load_sql
+from ..limits import problem
 
 
 class CollectionError(ValueError):
@@ -25,7 +26,18 @@ class Collection:
     chunk_tokens: int | None
 
 
+def check_collection_name(name: object) -> str:
+    """NAME when it is a usable collection name; else CollectionError naming the limit."""
+    if not isinstance(name, str):
+        raise CollectionError(f"a collection name must be a string, not {type(name).__name__}")
+    found = problem("collection_name", len(name))
+    if found:
+        raise CollectionError(f"collection name {name[:40]!r}{'…' if len(name) > 40 else ''}: {found}")
+    return name
+
+
 def get_collection(conn: psycopg.Connection, name: str) -> Collection:
+    check_collection_name(name)
     row = conn.execute(load_sql("get_collection"), [name]).fetchone()
     if row is None:
         raise CollectionError(f"collection {name!r} does not exist (ingest documents into it first)")
@@ -49,6 +61,7 @@ def ensure_collection(
     existing one must belong to it (any tenant when None). A tenant role sees only its tenants'
     collections, so for it another tenant's collection "does not exist".
     """
+    check_collection_name(name)
     conn.execute(load_sql("insert_collection"),
                  [name, embedding_model, dimension, contextual_headers, unit, chunk_tokens, tenant or "default"])
     collection = get_collection(conn, name)
