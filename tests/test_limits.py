@@ -109,9 +109,11 @@ def test_cli_states_and_enforces_the_limits(db_url, small, capsys):
         main(["query", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "(1–10000; default: no budget)" in help_text and "(1–1000)" in help_text
-    # k within the limit but more than the collection holds: fewer contexts, and it says so
-    code, err = run("--k", "1000", "--window", "0")
-    assert code == 0 and "contexts for k=1000" in err
+    # k within the limit, but the candidate lists (full) held fewer windows: it says so
+    code, err = run("--k", "1000", "--candidates", "2", "--window", "0")
+    assert code == 0 and "contexts for k=1000: the best 2 sentences of each list made no more windows" in err
+    code, err = run("--k", "1000", "--window", "0")  # every sentence was a candidate: nothing more to say
+    assert code == 0 and "note" not in err
 
 
 def test_returned_tokens_are_capped_and_the_trace_says_so(conn, small, embedder, monkeypatch):

@@ -10,11 +10,13 @@ from .pipeline import Pipeline, PipelineOptions, PipelineResult
 from .retrieve.filters import FilterError
 from .retrieve.retriever import Context, Hit, QueryError, Retriever, SearchResult
 from .sources import SourceDocument, iter_sources
+from .store.collections import delete_collection
 
 __all__ = [
     "AssembledContext", "Citation", "Context", "DatabaseError", "FilterError", "Hit", "IngestReport",
     "Ingestor", "Pipeline", "PipelineOptions", "PipelineResult", "QueryError", "Retriever", "SearchResult",
-    "SourceDocument", "connect", "database_url", "format_context", "iter_sources", "search",
+    "SourceDocument", "connect", "database_url", "delete_collection", "format_context", "iter_sources",
+    "list_documents", "search",
 ]
 __version__ = "0.1.0"
 
@@ -33,3 +35,12 @@ def search(query: str, *, collection: str = "default", url: str | None = None,
     if key not in _pipelines:
         _pipelines[key] = Pipeline(connect(url, autocommit=True), collection=collection)
     return _pipelines[key].search(query, filters=filters, **options)
+
+
+def list_documents(conn, *, collection: str = "default", filters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The documents of COLLECTION matching FILTERS (the search filter language), ordered by id:
+    dicts of id, title, source, format, sentences, sections, metadata, updated_at."""
+    from .store.collections import get_collection
+    from .store.documents import list_documents as list_collection_documents
+
+    return list_collection_documents(conn, get_collection(conn, collection), filters=filters)

@@ -92,6 +92,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collection", default=DEFAULT_COLLECTION)
     p.set_defaults(handler=cmd_delete)
 
+    p = sub.add_parser("documents", help="list the documents of a collection: ids, titles, sources, sentences")
+    p.add_argument("--collection", default=DEFAULT_COLLECTION)
+    p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
+                   help="as for query: metadata.KEY=V, document_id=ID, source=S (the file path); also >=, <=, >, <")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_documents)
+
+    p = sub.add_parser("delete-collection", help="delete a collection with all its documents")
+    p.add_argument("name")
+    p.set_defaults(handler=cmd_delete_collection)
+
     p = sub.add_parser("stats", help="counts per collection")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_stats)
@@ -147,25 +158,31 @@ def cmd_ingest(args) -> int:
 def _print_ingest_report(report) -> None:
     print(
         f"{report.documents} documents ({report.added} added, {report.replaced} replaced, "
-        f"{report.unchanged} unchanged), {report.sections} sections, {report.sentences} sentences "
+        f"{report.metadata_updated} metadata updated, {report.unchanged} unchanged), {report.sections} sections, {report.sentences} sentences "
         f"in {report.seconds:.1f} s ({report.sentences_per_second:.0f} sentences/s)"
     )
     for error in report.errors:
         print(f"error: {error.name}: {error.message}", file=sys.stderr)
 
 
-def cmd_query(args) -> int:
-    from .embed import get_embedder
-    from .pipeline import Pipeline, PipelineOptions
+def _cli_filters(expressions: list[str]) -> dict[str, Any]:
     from .retrieve.filters import parse_cli_filter
 
     filters: dict[str, Any] = {}
-    for expression in args.filter:
+    for expression in expressions:
         key, condition = parse_cli_filter(expression)
         if isinstance(condition, dict) and isinstance(filters.get(key), dict):
             filters[key].update(condition)
         else:
             filters[key] = condition
+    return filters
+
+
+def cmd_query(args) -> int:
+    from .embed import get_embedder
+    from .pipeline import Pipeline, PipelineOptions
+
+    filters = _cli_filters(args.filter)
     defaults = PipelineOptions()
     options = PipelineOptions(
         k=args.k, window=args.window, mode=args.mode, candidates=args.candidates, clamp=args.clamp,
@@ -250,6 +267,40 @@ def cmd_delete(args) -> int:
         print(f"windowrag: no document {args.document_id!r} in collection {args.collection!r}", file=sys.stderr)
         return 1
     print(f"deleted {document_id}")
+    return 0
+
+
+def cmd_documents(args) -> int:
+    from .store.collections import get_collection
+    from .store.documents import list_documents, unmatched_filters
+
+    filters = _cli_filters(args.filter) or None
+    with _connect(args) as conn:
+        collection = get_collection(conn, args.collection)
+        rows = list_documents(conn, collection, filters=filters)
+        notes = unmatched_filters(conn, collection, filters) if not rows else []
+    for note in notes:
+        print(f"windowrag: note: {note}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False, default=str))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("id", "title", "source", "sentences", "sections")
+    for row in rows:
+        table.add_row(*(str(row[key]) if row[key] is not None else "" for key in ("id", "title", "source", "sentences", "sections")))
+    Console().print(table)
+    print(f"{len(rows)} documents in {args.collection!r}")
+    return 0
+
+
+def cmd_delete_collection(args) -> int:
+    from .store.collections import delete_collection
+
+    with _connect(args) as conn:
+        documents = delete_collection(conn, args.name)
+    print(f"deleted collection {args.name!r} ({documents} documents)")
     return 0
 
 

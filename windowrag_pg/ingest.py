@@ -20,7 +20,7 @@ from .parse.types import ParsedDocument, Unit
 from .sources import SourceDocument, SourceError, check_source
 from .split.sentences import split_units
 from .store.collections import Collection, ensure_collection
-from .store.writer import DocumentRecord, existing_hash, write_document
+from .store.writer import DocumentRecord, existing_hash, stored_content, update_metadata, write_document
 
 HEADER_SEPARATOR = " › "
 
@@ -29,6 +29,7 @@ HEADER_SEPARATOR = " › "
 class IngestReport:
     added: int = 0
     replaced: int = 0
+    metadata_updated: int = 0  # same text, new metadata: updated in place, nothing re-embedded
     unchanged: int = 0
     sections: int = 0
     sentences: int = 0
@@ -38,7 +39,7 @@ class IngestReport:
 
     @property
     def documents(self) -> int:
-        return self.added + self.replaced + self.unchanged
+        return self.added + self.replaced + self.metadata_updated + self.unchanged
 
     @property
     def sentences_per_second(self) -> float:
@@ -47,7 +48,7 @@ class IngestReport:
     def as_dict(self) -> dict:
         return {
             "documents": self.documents, "added": self.added, "replaced": self.replaced,
-            "unchanged": self.unchanged, "sections": self.sections, "sentences": self.sentences,
+            "metadata_updated": self.metadata_updated, "unchanged": self.unchanged, "sections": self.sections, "sentences": self.sentences,
             "seconds": round(self.seconds, 3), "embed_seconds": round(self.embed_seconds, 3),
             "sentences_per_second": round(self.sentences_per_second, 1),
             "errors": [{"name": e.name, "message": e.message} for e in self.errors],
@@ -163,10 +164,10 @@ class Ingestor:
             except INGEST_ERRORS as exc:
                 fail(source.name, exc)
                 continue
-            if prepared is None:
-                report.unchanged += 1
+            if isinstance(prepared, str):  # "unchanged" or "metadata_updated": nothing to embed
+                setattr(report, prepared, getattr(report, prepared) + 1)
                 if on_document:
-                    on_document(source.external_id, "unchanged", 0)
+                    on_document(source.external_id, prepared, 0)
                 continue
             pending.append(prepared)
             if sum(len(p.units) for p in pending) >= batch_units:
@@ -182,15 +183,19 @@ class Ingestor:
             return chunk_units(parsed, max_tokens=self.chunk_tokens, token_offsets=self.embedder.token_offsets)
         return split_units(parsed, max_unit_chars=self.max_unit_chars)
 
-    def prepare(self, source: SourceDocument) -> _Prepared | None:
-        """Check, hash, parse and split one document; None when it is stored unchanged."""
+    def prepare(self, source: SourceDocument) -> _Prepared | str:
+        """Check, hash, parse and split one document to embed it; "unchanged" when it is stored
+        as it is, "metadata_updated" when only its metadata (or source) changed: that is stored
+        here, its sentences and embeddings stay."""
         check_source(source)  # fields Postgres cannot store, metadata that is not plain JSON
         digest = content_hash(source)
         with self.conn.transaction():  # no transaction left open between documents
             stored = existing_hash(self.conn, self.collection, source.external_id)
         if stored == digest:
-            return None
+            return "unchanged"
         parsed = parse_source(source)
+        if stored is not None and self._update_metadata_only(source, digest, parsed):
+            return "metadata_updated"
         units = self.make_units(parsed)
         if not units:
             raise ParseError("no text to index (no sentence found)")
@@ -200,12 +205,24 @@ class Ingestor:
 
     def ingest_one(self, source: SourceDocument, *, report: IngestReport | None = None) -> tuple[str, int, int]:
         prepared = self.prepare(source)
-        if prepared is None:
-            return "unchanged", 0, 0
+        if isinstance(prepared, str):
+            return prepared, 0, 0
         [(_, outcome)] = self._embed_and_write([prepared], report or IngestReport())
         if isinstance(outcome, Exception):
             raise outcome
         return outcome
+
+    def _update_metadata_only(self, source: SourceDocument, digest: str, parsed: ParsedDocument) -> bool:
+        """Update the stored document's metadata when its text, format and title are unchanged."""
+        with self.conn.transaction():
+            stored = stored_content(self.conn, self.collection, source.external_id)
+        if stored is None or stored[1:] != (parsed.text, source.format, source.title or parsed.title):
+            return False
+        return update_metadata(self.conn, self.collection, self._record(source, parsed, digest), expected_hash=stored[0])
+
+    def _record(self, source: SourceDocument, parsed: ParsedDocument, digest: str) -> DocumentRecord:
+        return DocumentRecord(external_id=source.external_id, title=source.title or parsed.title, source=source.source,
+                              format=source.format, metadata=source.metadata, content_hash=digest)
 
     def _embed_and_write(self, batch: list[_Prepared], report: IngestReport):
         """Embed the batch in one call, then write each document in its own transaction."""
@@ -231,14 +248,7 @@ class Ingestor:
             offset += len(prepared.units)
             try:
                 token_counts = self.embedder.count_tokens([u.text for u in prepared.units])
-                record = DocumentRecord(
-                    external_id=prepared.source.external_id,
-                    title=prepared.source.title or prepared.parsed.title,
-                    source=prepared.source.source,
-                    format=prepared.source.format,
-                    metadata=prepared.source.metadata,
-                    content_hash=prepared.digest,
-                )
+                record = self._record(prepared.source, prepared.parsed, prepared.digest)
                 status = write_document(self.conn, self.collection, record, prepared.parsed,
                                         prepared.units, own, token_counts)
             except INGEST_ERRORS as exc:

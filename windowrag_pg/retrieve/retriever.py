@@ -176,10 +176,17 @@ class Retriever:
             self.conn.rollback()
         timings["sql_ms"] = (time.perf_counter() - started) * 1000
         notes = []
-        if len(rows) < options.k:
-            notes.append(f"{len(rows)} contexts for k={options.k}: the best {options.candidates} sentences of each "
-                         f"list made no more windows (raise candidates, up to {LIMITS['candidates'].high})")
-        return SearchResult(query=query, contexts=[_context(row) for row in rows], timings_ms=timings, notes=notes)
+        if filters and not rows:
+            from ..store.documents import unmatched_filters
+
+            notes.extend(unmatched_filters(self.conn, target, filters))
+        contexts = [_context(row) for row in rows]
+        # Fewer windows than k although a candidate list was full: more candidates would give more.
+        if len(contexts) < options.k and any(options.candidates in (h.dense_rank, h.bm25_rank)
+                                             for c in contexts for h in c.hits):
+            notes.append(f"{len(contexts)} contexts for k={options.k}: the best {options.candidates} sentences of "
+                         f"each list made no more windows (raise candidates, up to {LIMITS['candidates'].high})")
+        return SearchResult(query=query, contexts=contexts, timings_ms=timings, notes=notes)
 
 
 def build_search_statement(collection: str, query: str, embedding: np.ndarray | None,

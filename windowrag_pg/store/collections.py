@@ -117,3 +117,18 @@ def list_collection_stats(conn: psycopg.Connection) -> list[dict]:
     cur = conn.execute(load_sql("collection_stats"))
     names = [c.name for c in cur.description]
     return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def delete_collection(conn: psycopg.Connection, name: str) -> int:
+    """Delete collection NAME with its documents, sections, sentences, BM25 statistics and vector
+    index, in one transaction; returns the number of documents deleted."""
+    from .writer import lock_collection_writes
+
+    with conn.transaction():
+        collection = get_collection(conn, name)
+        lock_collection_writes(conn, collection)
+        documents = conn.execute(load_sql("collection_document_count"), [collection.id]).fetchone()[0]
+        conn.execute(load_sql("delete_collection"), [collection.id])
+        conn.execute(sql.SQL(load_sql("drop_collection_index")).format(
+            index_name=sql.Identifier(collection_index_name(collection))))
+    return documents
