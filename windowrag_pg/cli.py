@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import signal
 import sys
+import threading
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -143,16 +147,47 @@ def cmd_ingest(args) -> int:
     with _connect(args) as conn:
         ingestor = Ingestor(conn, collection=args.collection, embedder=get_embedder(args.embedder),
                             contextual_headers=args.contextual_headers)
-        with tqdm(total=len(sources), unit="doc", disable=None, file=sys.stderr) as bar:
+        with tqdm(total=len(sources), unit="doc", disable=None, file=sys.stderr) as bar, \
+                tqdm(unit=" sentences embedded", disable=None, file=sys.stderr) as embedded, \
+                _stop_on_ctrl_c() as stop:
             def on_document(name: str, status: str, units: int) -> None:
                 bar.update(1)
                 bar.set_postfix_str(f"{status}: {name}"[:60])
-            report = ingestor.ingest(sources, on_document=on_document)
+            report = ingestor.ingest(sources, on_document=on_document, on_units=embedded.update,
+                                     should_stop=stop.is_set)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
         _print_ingest_report(report)
+    if report.interrupted:
+        print(f"windowrag: interrupted: the {report.documents} documents above are stored, "
+              "the rest were not ingested (run the same command again to go on)", file=sys.stderr)
+        return 130
     return 1 if report.errors else 0  # after the summary: a script must see that an input failed
+
+
+@contextlib.contextmanager
+def _stop_on_ctrl_c():
+    """The first Ctrl-C (SIGINT) asks the ingest to stop after the document it is writing; it never
+    lands inside a database call, so a transaction or COPY is never cut half-way. A second one
+    exits at once: the server rolls back the open transaction, if any, when the connection drops."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():  # only the main thread gets signals
+        yield stop
+        return
+
+    def on_sigint(signum, frame) -> None:
+        if stop.is_set():
+            print("\nwindowrag: aborted (the document being written, if any, is rolled back)", file=sys.stderr)
+            os._exit(130)
+        stop.set()
+        print("\nwindowrag: stopping after the current document (Ctrl-C again to abort at once)", file=sys.stderr)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _print_ingest_report(report) -> None:

@@ -36,6 +36,7 @@ class IngestReport:
     seconds: float = 0.0
     embed_seconds: float = 0.0
     errors: list[SourceError] = field(default_factory=list)
+    interrupted: bool = False  # should_stop() turned true: the documents counted are stored, no others
 
     @property
     def documents(self) -> int:
@@ -52,6 +53,7 @@ class IngestReport:
             "seconds": round(self.seconds, 3), "embed_seconds": round(self.embed_seconds, 3),
             "sentences_per_second": round(self.sentences_per_second, 1),
             "errors": [{"name": e.name, "message": e.message} for e in self.errors],
+            "interrupted": self.interrupted,
         }
 
 
@@ -123,9 +125,16 @@ class Ingestor:
         sources: Iterable[SourceDocument | SourceError],
         *,
         on_document: Callable[[str, str, int], None] | None = None,
+        on_units: Callable[[int], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
         batch_units: int = 2048,
     ) -> IngestReport:
-        """Ingest every source; errors are collected, never raised. on_document(name, status, units).
+        """Ingest every source; errors are collected, never raised. on_document(name, status, units);
+        on_units(n) after each batch of n sentences embedded (progress within long documents).
+
+        should_stop() is asked between documents and between embedding batches; once it is true
+        the ingest ends with report.interrupted: every document counted was committed whole, the
+        ones being embedded are dropped (none is half-written: each commits in one transaction).
 
         Small documents are embedded together, BATCH_UNITS sentences at a time (full batches,
         duplicates embedded once across documents); each document still commits on its own.
@@ -134,13 +143,22 @@ class Ingestor:
         started = time.perf_counter()
         pending: list[_Prepared] = []
 
+        def check_stop() -> None:
+            if should_stop is not None and should_stop():
+                raise _Stopped
+
+        def units_embedded(count: int) -> None:
+            if on_units:
+                on_units(count)
+            check_stop()
+
         def fail(name: str, exc: Exception) -> None:
             report.errors.append(SourceError(name, _describe(exc)))
             if on_document:
                 on_document(name, "error", 0)
 
         def flush() -> None:
-            for prepared, outcome in self._embed_and_write(pending, report):
+            for prepared, outcome in self._embed_and_write(pending, report, on_units=units_embedded):
                 if isinstance(outcome, Exception):
                     fail(prepared.source.name, outcome)
                     continue
@@ -151,28 +169,33 @@ class Ingestor:
                     report.sentences += units
                 if on_document:
                     on_document(prepared.source.external_id, status, units)
+                check_stop()  # between two committed documents
             pending.clear()
 
-        for source in sources:
-            if isinstance(source, SourceError):
-                report.errors.append(source)
-                if on_document:
-                    on_document(source.name, "error", 0)
-                continue
-            try:
-                prepared = self.prepare(source)
-            except INGEST_ERRORS as exc:
-                fail(source.name, exc)
-                continue
-            if isinstance(prepared, str):  # "unchanged" or "metadata_updated": nothing to embed
-                setattr(report, prepared, getattr(report, prepared) + 1)
-                if on_document:
-                    on_document(source.external_id, prepared, 0)
-                continue
-            pending.append(prepared)
-            if sum(len(p.units) for p in pending) >= batch_units:
-                flush()
-        flush()
+        try:
+            for source in sources:
+                check_stop()
+                if isinstance(source, SourceError):
+                    report.errors.append(source)
+                    if on_document:
+                        on_document(source.name, "error", 0)
+                    continue
+                try:
+                    prepared = self.prepare(source)
+                except INGEST_ERRORS as exc:
+                    fail(source.name, exc)
+                    continue
+                if isinstance(prepared, str):  # "unchanged" or "metadata_updated": nothing to embed
+                    setattr(report, prepared, getattr(report, prepared) + 1)
+                    if on_document:
+                        on_document(source.external_id, prepared, 0)
+                    continue
+                pending.append(prepared)
+                if sum(len(p.units) for p in pending) >= batch_units:
+                    flush()
+            flush()
+        except _Stopped:
+            report.interrupted = True
         report.seconds = time.perf_counter() - started
         return report
 
@@ -224,20 +247,21 @@ class Ingestor:
         return DocumentRecord(external_id=source.external_id, title=source.title or parsed.title, source=source.source,
                               format=source.format, metadata=source.metadata, content_hash=digest)
 
-    def _embed_and_write(self, batch: list[_Prepared], report: IngestReport):
+    def _embed_and_write(self, batch: list[_Prepared], report: IngestReport, *,
+                         on_units: Callable[[int], None] | None = None):
         """Embed the batch in one call, then write each document in its own transaction."""
         if not batch:
             return
         embed_started = time.perf_counter()
         try:
-            vectors = self.embedder.embed_documents([t for p in batch for t in p.texts])
+            vectors = self.embedder.embed_documents([t for p in batch for t in p.texts], progress=on_units)
         except INGEST_ERRORS:
             if len(batch) == 1:
                 raise
             # one bad document must not fail the others: embed them one by one
             for prepared in batch:
                 try:
-                    yield from self._embed_and_write([prepared], report)
+                    yield from self._embed_and_write([prepared], report, on_units=on_units)
                 except INGEST_ERRORS as exc:
                     yield prepared, exc
             return
@@ -267,6 +291,10 @@ class _Prepared:
 
 
 INGEST_ERRORS = (ParseError, EmbeddingError, ValueError, psycopg.DataError)
+
+
+class _Stopped(Exception):
+    """should_stop() turned true (not an INGEST_ERROR: nothing catches it on its way out)."""
 
 
 def _describe(exc: Exception) -> str:
