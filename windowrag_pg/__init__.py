@@ -9,6 +9,7 @@ from .ingest import Ingestor, IngestReport
 from .pipeline import Pipeline, PipelineOptions, PipelineResult
 from .retrieve.filters import FilterError
 from .retrieve.retriever import Context, Hit, QueryError, Retriever, SearchResult
+from .reembed import reembed_collection
 from .sources import SourceDocument, iter_sources
 from .store.collections import delete_collection
 
@@ -16,7 +17,7 @@ __all__ = [
     "AssembledContext", "Citation", "Context", "DatabaseError", "FilterError", "Hit", "IngestReport",
     "Ingestor", "Pipeline", "PipelineOptions", "PipelineResult", "QueryError", "Retriever", "SearchResult",
     "SourceDocument", "connect", "database_url", "delete_collection", "format_context", "iter_sources",
-    "list_documents", "search",
+    "list_documents", "reembed_collection", "search",
 ]
 __version__ = "0.1.0"
 

@@ -107,6 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name")
     p.set_defaults(handler=cmd_delete_collection)
 
+    p = sub.add_parser("reembed", help="move a collection to another embedding model (re-embed in place)")
+    p.add_argument("name")
+    p.add_argument("--embedder", required=True, help="the new embedding model (bge-small-en, or a Hugging Face name)")
+    p.set_defaults(handler=cmd_reembed)
+
     p = sub.add_parser("stats", help="counts per collection")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_stats)
@@ -336,6 +341,19 @@ def cmd_delete_collection(args) -> int:
     with _connect(args) as conn:
         documents = delete_collection(conn, args.name)
     print(f"deleted collection {args.name!r} ({documents} documents)")
+    return 0
+
+
+def cmd_reembed(args) -> int:
+    from tqdm import tqdm
+
+    from .embed import get_embedder
+    from .reembed import reembed_collection
+
+    embedder = get_embedder(args.embedder)
+    with _connect(args) as conn, tqdm(unit=" sentences embedded", disable=None, file=sys.stderr) as bar:
+        count = reembed_collection(conn, args.name, embedder, on_units=bar.update)
+    print(f"collection {args.name!r}: {count} sentences embedded with {embedder.model_id} ({embedder.dimension}-d)")
     return 0
 
 

@@ -77,11 +77,14 @@ def embedding_texts(parsed: ParsedDocument, units: list[Unit], *, title: str | N
     """What is embedded for each unit: the unit alone, or "title › section path: unit"."""
     if not contextual_headers:
         return [unit.text for unit in units]
-    texts = []
-    for unit in units:
-        path = [p for p in (title, *parsed.sections[unit.section_ordinal].heading_path) if p]
-        texts.append(f"{HEADER_SEPARATOR.join(path)}: {unit.text}" if path else unit.text)
-    return texts
+    return [embedding_text(unit.text, title=title, heading_path=parsed.sections[unit.section_ordinal].heading_path)
+            for unit in units]
+
+
+def embedding_text(text: str, *, title: str | None, heading_path) -> str:
+    """A unit with its contextual header: "title › section path: unit" (the unit alone without one)."""
+    path = [p for p in (title, *heading_path) if p]
+    return f"{HEADER_SEPARATOR.join(path)}: {text}" if path else text
 
 
 class Ingestor:
