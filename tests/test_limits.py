@@ -102,7 +102,7 @@ def test_cli_states_and_enforces_the_limits(db_url, small, capsys):
 
     for option, name, value in [("--candidates", "candidates", 5000), ("--max-sentences", "max_sentences", 20_000),
                                 ("--rerank-candidates", "rerank_candidates", 0), ("--window", "window", 1000),
-                                ("--k", "k", 10_000), ("--token-budget", "token_budget", 0)]:
+                                ("--k", "k", 10_000), ("--token-budget", "token_budget", 100_001)]:
         code, err = run(option, str(value), *(["--rerank"] if name.startswith("rerank") else []))
         assert code == 1 and f"limit {name}" in err and "Traceback" not in err, (option, err)
     with pytest.raises(SystemExit):
@@ -110,18 +110,18 @@ def test_cli_states_and_enforces_the_limits(db_url, small, capsys):
     help_text = " ".join(capsys.readouterr().out.split())
     assert "(1–10000; default: no budget)" in help_text and "(1–1000)" in help_text
     # k within the limit, but the candidate lists (full) held fewer windows: it says so
-    code, err = run("--k", "1000", "--candidates", "2", "--window", "0")
+    code, err = run("--k", "1000", "--candidates", "2", "--window", "0", "--selection", "windows")
     assert code == 0 and "contexts for k=1000: the best 2 sentences of each list made no more windows" in err
-    code, err = run("--k", "1000", "--window", "0")  # every sentence was a candidate: nothing more to say
+    code, err = run("--k", "1000", "--window", "0", "--selection", "windows")  # every sentence was a candidate: nothing more to say
     assert code == 0 and "note" not in err
 
 
 def test_returned_tokens_are_capped_and_the_trace_says_so(conn, small, embedder, monkeypatch):
     pipeline = Pipeline(conn, collection=small, embedder=embedder)
-    whole = pipeline.search("signing keys rotation", k=1, window=100)
+    whole = pipeline.search("signing keys rotation", k=1, window=100, selection="windows", token_budget=None)
     assert whole.contexts[0].token_count > 10 and whole.trace["notes"] == []
     monkeypatch.setattr("windowrag_pg.pipeline.MAX_RETURNED_TOKENS", 10)  # the real cap is 100,000 tokens
-    capped = pipeline.search("signing keys rotation", k=1, window=100)
+    capped = pipeline.search("signing keys rotation", k=1, window=100, selection="windows", token_budget=None)
     assert sum(c.token_count for c in capped.contexts) <= 10
     assert any("cut to 10 tokens" in note for note in capped.trace["notes"])
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import DEFAULT_COLLECTION
-from .limits import describe
+from .limits import LIMITS, describe
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,8 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("query", help="search a collection: retrieve, rerank, RSE, assemble")
     p.add_argument("query")
-    p.add_argument("--k", type=int, default=5, help=f"contexts to return ({describe('k')})")
-    p.add_argument("--window", type=int, default=3, help=f"sentences each side of a hit ({describe('window')})")
+    p.add_argument("--k", type=int, default=5, help=f"at most this many contexts (default 5; {describe('k')})")
+    p.add_argument("--token-budget", type=int, default=None,
+                   help=f"tokens all contexts may hold together (default 1024; 0: no budget; at most {LIMITS['token_budget'].high})")
+    p.add_argument("--selection", default=None, choices=["segments", "windows"],
+                   help="segments (default): the most valuable runs of sentences within the budget; "
+                        "windows: fixed ±--window windows, cut to the budget")
+    p.add_argument("--min-relevance", type=float, default=None,
+                   help="return nothing when the best answer's relevance (0-1) is below this "
+                        "(default: the library's calibrated threshold; 0 never abstains)")
+    p.add_argument("--window", type=int, default=3, help=f"with --selection windows: sentences each side ({describe('window')})")
     p.add_argument("--mode", default="hybrid", choices=["hybrid", "dense", "bm25"])
     p.add_argument("--candidates", type=int, default=20, help=f"candidates per list (dense, BM25) before fusion ({describe('candidates')})")
     p.add_argument("--clamp", default="section", choices=["section", "document"])
@@ -70,8 +78,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rerank-tokens", type=int, default=None,
                    help="tokens of each window the cross-encoder reads (whole sentences around the hits)")
     p.add_argument("--rse", default=None, help="RSE preset: balanced, precision, find_all or none")
-    p.add_argument("--token-budget", type=int, default=None,
-                   help=f"tokens of all returned contexts ({describe('token_budget')}; unset: cut at the maximum)")
     p.add_argument("--max-sentences", type=int, default=None,
                    help=f"sentences the retrieved windows may hold together ({describe('max_sentences')}; default: no budget)")
     p.add_argument("--order", default="score", choices=["score", "document"])
@@ -231,7 +237,10 @@ def cmd_query(args) -> int:
         rerank_tokens=_given(args.rerank_tokens, defaults.rerank_tokens),
         rerank_token_budget=_given(args.rerank_token_budget, defaults.rerank_token_budget),
         rse=defaults.rse if args.rse is None else (None if args.rse.lower() == "none" else args.rse),
-        token_budget=args.token_budget, order=args.order, max_sentences=args.max_sentences,
+        token_budget=(defaults.token_budget if args.token_budget is None else (args.token_budget or None)),
+        selection=args.selection or defaults.selection,
+        min_relevance=defaults.min_relevance if args.min_relevance is None else args.min_relevance,
+        order=args.order, max_sentences=args.max_sentences,
     )
     reranker = None
     if options.rerank and args.reranker:
@@ -265,8 +274,8 @@ def _print_contexts(result) -> None:
     from rich.text import Text
 
     console = Console()
-    if not result.contexts:
-        console.print("no context found")
+    if result.abstained:
+        console.print(f"no relevant context ({result.trace.get('abstain')})")
     for number, context in enumerate(result.contexts, start=1):
         # Text(), not markup: document text and ids may hold [brackets]
         title = Text(f"[{number}] {context.citation.label()} — score {context.score:.3f}")

@@ -8,11 +8,14 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 
+from .db.source import SingleConnection, connection_source
 from .embed import get_embedder
 from .embed.base import Embedder, EmbeddingError
 from .parse import ParseError, parse_document, parse_pdf
@@ -88,16 +91,15 @@ def embedding_text(text: str, *, title: str | None, heading_path) -> str:
 
 
 class Ingestor:
-    """Ingest documents into one collection; each document commits on its own.
-
-    Any connection will do: on an autocommit connection each document is one transaction; on a
-    transactional one (psycopg's default) the Ingestor opens and commits its own transactions,
-    so the connection must not hold uncommitted work of the caller's.
-    """
+    """Ingest documents into one collection, each document in its own transaction: over a
+    connection (autocommit or not: the Ingestor commits its own transactions, so the connection
+    must not hold uncommitted work of the caller's), a psycopg_pool ConnectionPool (a connection
+    is checked out per statement, never while the model embeds) or a URL. Always the primary: a
+    replica is read-only."""
 
     def __init__(
         self,
-        conn: psycopg.Connection,
+        conn: psycopg.Connection | Any,
         *,
         collection: str = "default",
         embedder: Embedder | None = None,
@@ -106,22 +108,37 @@ class Ingestor:
         chunk_tokens: int | None = None,
         tenant: str | None = None,
     ) -> None:
-        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        self.source = connection_source(conn)
+        if (isinstance(self.source, SingleConnection)
+                and self.source.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE):
             raise ValueError(
                 "Ingestor: the connection has a transaction in progress; commit or roll it back first "
                 "(each document commits on its own)")
-        self.conn = conn
         self.embedder = embedder or get_embedder()
         self.max_unit_chars = max_unit_chars
         # chunk_tokens set: the naive baseline of the evaluation (fixed-size token chunks are the
         # retrieval unit instead of sentences), stored in the same tables.
         self.chunk_tokens = chunk_tokens
-        with conn.transaction():  # on a transactional connection: begin … commit here
+        with self._connection() as conn:
             self.collection: Collection = ensure_collection(
                 conn, collection, embedding_model=self.embedder.model_id,
                 dimension=self.embedder.dimension, contextual_headers=contextual_headers,
                 unit="chunk" if chunk_tokens else "sentence", chunk_tokens=chunk_tokens, tenant=tenant,
             )
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        """A connection in autocommit mode (each document commits on its own), as it was after."""
+        with self.source.connection() as conn:
+            if conn.autocommit:
+                yield conn
+                return
+            conn.autocommit = True  # a pooled connection, idle when lent, or the caller's idle one
+            try:
+                yield conn
+            finally:
+                if not conn.closed:
+                    conn.autocommit = False
 
     def ingest(
         self,
@@ -156,6 +173,9 @@ class Ingestor:
             check_stop()
 
         def fail(name: str, exc: Exception) -> None:
+            conn = getattr(self.source, "conn", None)  # one connection (a pool replaces broken ones)
+            if conn is not None and (conn.closed or conn.broken):
+                raise exc  # the server is gone: every further document would fail the same way
             report.errors.append(SourceError(name, _describe(exc)))
             if on_document:
                 on_document(name, "error", 0)
@@ -215,8 +235,8 @@ class Ingestor:
         here, its sentences and embeddings stay."""
         check_source(source)  # fields Postgres cannot store, metadata that is not plain JSON
         digest = content_hash(source)
-        with self.conn.transaction():  # no transaction left open between documents
-            stored = existing_hash(self.conn, self.collection, source.external_id)
+        with self._connection() as conn:
+            stored = existing_hash(conn, self.collection, source.external_id)
         if stored == digest:
             return "unchanged"
         parsed = parse_source(source)
@@ -240,11 +260,12 @@ class Ingestor:
 
     def _update_metadata_only(self, source: SourceDocument, digest: str, parsed: ParsedDocument) -> bool:
         """Update the stored document's metadata when its text, format and title are unchanged."""
-        with self.conn.transaction():
-            stored = stored_content(self.conn, self.collection, source.external_id)
-        if stored is None or stored[1:] != (parsed.text, source.format, source.title or parsed.title):
-            return False
-        return update_metadata(self.conn, self.collection, self._record(source, parsed, digest), expected_hash=stored[0])
+        with self._connection() as conn:
+            stored = stored_content(conn, self.collection, source.external_id)
+            if stored is None or stored[1:] != (parsed.text, source.format, source.title or parsed.title):
+                return False
+            return update_metadata(conn, self.collection, self._record(source, parsed, digest),
+                                   expected_hash=stored[0])
 
     def _record(self, source: SourceDocument, parsed: ParsedDocument, digest: str) -> DocumentRecord:
         return DocumentRecord(external_id=source.external_id, title=source.title or parsed.title, source=source.source,
@@ -276,8 +297,9 @@ class Ingestor:
             try:
                 token_counts = self.embedder.count_tokens([u.text for u in prepared.units])
                 record = self._record(prepared.source, prepared.parsed, prepared.digest)
-                status = write_document(self.conn, self.collection, record, prepared.parsed,
-                                        prepared.units, own, token_counts)
+                with self._connection() as conn:
+                    status = write_document(conn, self.collection, record, prepared.parsed,
+                                            prepared.units, own, token_counts)
             except INGEST_ERRORS as exc:
                 yield prepared, exc
                 continue
@@ -293,7 +315,10 @@ class _Prepared:
     texts: list[str]
 
 
-INGEST_ERRORS = (ParseError, EmbeddingError, ValueError, psycopg.DataError)
+# What fails one document, not the batch. Any database error of a document's own statements
+# (a lock or statement timeout, a unique violation, a refused privilege, …) rolls back that
+# document's transaction only; a broken connection still stops the batch (see fail()).
+INGEST_ERRORS = (ParseError, EmbeddingError, ValueError, psycopg.Error)
 
 
 class _Stopped(Exception):

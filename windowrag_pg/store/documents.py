@@ -8,6 +8,7 @@ import psycopg
 from psycopg import sql
 
 from ..db.sqlfiles import load_sql
+from ..db.statements import Statement, Steps
 from ..retrieve.filters import COLUMNS, compile_filters
 from .collections import Collection
 
@@ -34,11 +35,26 @@ def list_documents(conn: psycopg.Connection, collection: Collection, *, filters:
 
 def unmatched_filters(conn: psycopg.Connection, collection: Collection, filters: dict[str, Any] | None) -> list[str]:
     """A note for each filter key that matches no document of COLLECTION on its own."""
+    steps = unmatched_filter_steps(collection, filters)
+    rows = None
+    try:
+        while True:
+            statement = steps.send(rows)
+            rows = conn.execute(statement.query, statement.params).fetchall()
+    except StopIteration as done:
+        if not conn.autocommit:
+            conn.rollback()
+        return done.value
+
+
+def unmatched_filter_steps(collection: Collection, filters: dict[str, Any] | None) -> Steps[list[str]]:
+    """unmatched_filters as steps (windowrag_pg.db.statements), for the retriever."""
     notes = []
     for key, condition in (filters or {}).items():
         compiled, params = compile_filters({key: condition})
         statement = sql.SQL(load_sql("count_filtered_documents")).format(condition=compiled)
-        if conn.execute(statement, {**params, "collection_id": collection.id}).fetchone()[0]:
+        rows = yield Statement(statement, {**params, "collection_id": collection.id})
+        if rows[0][0]:
             continue
         note = f"filter {key}={condition!r} matches no document of collection {collection.name!r}"
         if key in COLUMNS:
@@ -47,6 +63,4 @@ def unmatched_filters(conn: psycopg.Connection, collection: Collection, filters:
             bare = key.removeprefix("metadata.")
             note += f" ({key} is a metadata key; {COLUMN_MEANINGS[bare]} is {bare})"
         notes.append(note)
-    if not conn.autocommit:
-        conn.rollback()
     return notes

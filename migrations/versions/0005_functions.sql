@@ -1,8 +1,5 @@
--- The retrieval functions as migration 0005 installed them (frozen for 0005's upgrade and
--- 0009's downgrade; the current ones are in sql/functions.sql). Migrations replay history, so a change
--- here needs a new migration that re-applies this file and freezes the version it replaces for
--- its downgrade (as sql/functions_0002.sql and sql/functions_0004.sql hold what 0002 and 0004
--- installed).
+-- Frozen: the retrieval functions as migration 0005 installed them. Migrations replay history,
+-- so this file never changes; sql/functions.sql holds the current definitions (migration 0006+).
 --
 --   windowrag.bm25_search(collection, query_text, n)                 true Okapi BM25 over sentences
 --   windowrag.dense_search(collection, query_embedding, n)           cosine top-n through HNSW
