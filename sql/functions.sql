@@ -1,5 +1,6 @@
 -- Retrieval functions, callable from psql and used by the Python API (one implementation).
--- The live definitions, installed by the newest migration that re-applies this file (0006).
+-- The live definitions, installed by the newest migration that re-applies this file (0009:
+-- 0006's with the limit checks of sql/limits.sql on each function's first line).
 -- Migrations replay history, so a change here needs a new migration that re-applies this file,
 -- and a frozen copy of the version it replaces beside that migration's predecessor
 -- (migrations/versions/NNNN_functions.sql) for its downgrade.
@@ -61,6 +62,7 @@ DECLARE
     n_sentences float8;
     avg_length float8;
 BEGIN
+    PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, n => n);
     SELECT c.ts_config INTO config FROM windowrag.collections c WHERE c.id = cid;
     lexemes := windowrag.query_lexemes(config, query_text);
     SELECT s.n_sentences, s.total_length::float8 / nullif(s.n_sentences, 0)
@@ -159,6 +161,7 @@ DECLARE
     dim integer;
     filter_clause text := '';
 BEGIN
+    PERFORM windowrag.check_search_limits(n => n, ef_search => ef_search);
     IF n <= 0 THEN
         RETURN;
     END IF;
@@ -197,6 +200,7 @@ RETURNS TABLE (sentence_id bigint, dense_rank integer, bm25_rank integer, rrf_sc
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 BEGIN
+    PERFORM windowrag.check_search_limits(query_text => query_text, n => n, ef_search => ef_search, rrf_k => rrf_k);
     IF mode NOT IN ('hybrid', 'dense', 'bm25') THEN
         RAISE EXCEPTION 'windowrag: mode must be hybrid, dense or bm25, not %', quote_literal(mode)
             USING ERRCODE = 'invalid_parameter_value';
@@ -261,6 +265,7 @@ DECLARE
     new_hi integer;
     absorbed integer;
 BEGIN
+    PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, k => k, window_size => window_size, candidates => candidates, ef_search => ef_search, max_sentences => max_sentences, rrf_k => rrf_k);
     IF clamp NOT IN ('section', 'document') THEN
         RAISE EXCEPTION 'windowrag: clamp must be section or document, not %', quote_literal(clamp)
             USING ERRCODE = 'invalid_parameter_value';
@@ -383,6 +388,7 @@ CREATE OR REPLACE FUNCTION windowrag.sentence_window(
 RETURNS TABLE (document_id bigint, external_id text, section_path text[], first_ordinal integer,
                last_ordinal integer, start_char integer, end_char integer, text text)
 LANGUAGE sql STABLE AS $$
+    SELECT windowrag.check_search_limits(window_size => window_size);
     WITH hit AS (
         SELECT s.document_id, s.ordinal,
                greatest(s.ordinal - window_size,
@@ -431,6 +437,7 @@ DECLARE
     avg_length float8;
     total_idf float8;
 BEGIN
+    PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, candidates => candidates, ef_search => ef_search, rrf_k => rrf_k);
     IF clamp NOT IN ('section', 'document') THEN
         RAISE EXCEPTION 'windowrag: clamp must be section or document, not %', quote_literal(clamp)
             USING ERRCODE = 'invalid_parameter_value';

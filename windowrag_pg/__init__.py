@@ -15,12 +15,15 @@ from .ingest import Ingestor, IngestReport
 from .pipeline import Pipeline, PipelineOptions, PipelineResult
 from .retrieve.filters import FilterError
 from .retrieve.retriever import Context, Hit, QueryError, Retriever, SearchResult
+from .reembed import reembed_collection
 from .sources import SourceDocument, iter_sources
+from .store.collections import delete_collection
 
 __all__ = [
     "AssembledContext", "AsyncPipeline", "Citation", "Context", "DatabaseError", "FilterError", "Hit", "IngestReport",
     "Ingestor", "Pipeline", "PipelineOptions", "PipelineResult", "QueryError", "Retriever", "SearchResult",
-    "SourceDocument", "connect", "database_url", "format_context", "iter_sources", "asearch", "search",
+    "SourceDocument", "asearch", "connect", "database_url", "delete_collection", "format_context", "iter_sources",
+    "list_documents", "reembed_collection", "search",
 ]
 __version__ = "0.1.0"
 
@@ -67,3 +70,12 @@ def _pipeline(collection: str, url: str | None, read_url: str | None) -> Pipelin
         source = read_source(read_url) if read_url else connection_source(url)
         _pipelines[key] = Pipeline(source, collection=collection)
     return _pipelines[key]
+
+
+def list_documents(conn, *, collection: str = "default", filters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The documents of COLLECTION matching FILTERS (the search filter language), ordered by id:
+    dicts of id, title, source, format, sentences, sections, metadata, updated_at."""
+    from .store.collections import get_collection
+    from .store.documents import list_documents as list_collection_documents
+
+    return list_collection_documents(conn, get_collection(conn, collection), filters=filters)

@@ -26,6 +26,7 @@ from .db.source import connection_source
 from .db.sqlfiles import load_sql
 from .db.statements import Statement, Steps, run_steps
 from .embed.base import Embedder
+from .limits import LIMITS, MAX_RETURNED_TOKENS, first_problem
 from .rerank.base import Reranker
 from .retrieve.retriever import Context, QueryError, Retriever, SearchOptions
 from .retrieve.retriever import Candidates
@@ -85,9 +86,6 @@ class PipelineOptions:
     def __post_init__(self) -> None:
         if self.selection not in SELECTIONS:
             raise QueryError(f"selection must be one of {', '.join(SELECTIONS)}, not {self.selection!r}")
-        if self.token_budget is not None and (not isinstance(self.token_budget, int) or isinstance(self.token_budget, bool)
-                                              or not 1 <= self.token_budget <= 100_000):
-            raise QueryError(f"token_budget must be an integer between 1 and 100000, not {self.token_budget!r}")
         if self.min_relevance is not None and (isinstance(self.min_relevance, bool)
                                                or not isinstance(self.min_relevance, (int, float))
                                                or not 0.0 <= self.min_relevance <= 1.0):
@@ -95,10 +93,11 @@ class PipelineOptions:
         if isinstance(self.sentence_floor, bool) or not isinstance(self.sentence_floor, (int, float)) \
                 or not 0.0 <= self.sentence_floor <= 10.0:
             raise QueryError(f"sentence_floor must be a number between 0 and 10, not {self.sentence_floor!r}")
-        for name in ("rerank_candidates", "rerank_tokens", "rerank_token_budget", "max_sentences"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 10_000):
-                raise QueryError(f"{name} must be an integer between 1 and 10000, not {value!r}")
+        found = first_problem(**{name: getattr(self, name) for name in (
+            "k", "window", "candidates", "ef_search", "rrf_k", "max_sentences", "rerank_candidates",
+            "rerank_tokens", "rerank_token_budget", "token_budget")})
+        if found:
+            raise QueryError(found)
 
 
 @dataclass(slots=True)
@@ -212,6 +211,7 @@ class Pipeline:
                           "last_ordinal": c.citation.last_ordinal, "tokens": c.token_count, "score": c.score}
                          for c in contexts],
             "timings_ms": {key.removesuffix("_ms"): round(value, 2) for key, value in timings.items()},
+            "notes": candidates.notes,  # what the caller should know: a filter matching nothing
         }
         return PipelineResult(query=candidates.query, contexts=contexts, trace=trace, abstained=abstain is not None)
 
@@ -245,7 +245,8 @@ class Pipeline:
         wanted = max(options.rerank_candidates if (options.rerank or rse_params) else options.k, options.k)
         # Asked for more windows than it returns (to rerank), the SQL walk would merge ever more
         # hits into ever bigger windows; it is held to that many windows' worth of sentences.
-        budget = options.max_sentences or (wanted * (2 * options.window + 1) if wanted > options.k else None)
+        budget = options.max_sentences or (min(wanted * (2 * options.window + 1), LIMITS["max_sentences"].high)
+                                           if wanted > options.k else None)
         retrieved = yield from self.retriever.search_steps(
             query,
             SearchOptions(k=wanted, window=options.window, mode=options.mode,
@@ -287,7 +288,10 @@ class Pipeline:
 
         mark = time.perf_counter()
         contexts = order_contexts(contexts, order="score")
-        contexts = apply_token_budget(contexts, budget=options.token_budget, trim=self._trim)
+        notes = list(retrieved.notes)
+        if options.token_budget is None and sum(c.token_count for c in contexts) > MAX_RETURNED_TOKENS:
+            notes.append(f"the contexts were cut to {MAX_RETURNED_TOKENS} tokens (limit token_budget; set a token budget)")
+        contexts = apply_token_budget(contexts, budget=options.token_budget or MAX_RETURNED_TOKENS, trim=self._trim)
         contexts = order_contexts(contexts, order=options.order)
         yield from self._fill_text(contexts)
         timings["assemble_ms"] = (time.perf_counter() - mark) * 1000
@@ -305,6 +309,7 @@ class Pipeline:
                           "last_ordinal": c.citation.last_ordinal, "tokens": c.token_count, "score": c.score}
                          for c in contexts],
             "timings_ms": {key.removesuffix("_ms"): round(value, 2) for key, value in timings.items()},
+            "notes": notes,  # what the caller should know: fewer contexts than k, a cap, a filter matching nothing
         }
         abstain = None
         if not contexts:

@@ -6,12 +6,12 @@ Revises: 0005
 Adds one function: every sentence around the fused hits with its own signals (cosine, cosine of
 the sentence with its neighbours, BM25, matched query terms, ranks), which the Python pipeline
 turns into values and selects from under a token budget. The other functions are unchanged;
-the upgrade re-applies the live file, the downgrade drops the new function and re-installs what
+the upgrade installs migrations/versions/0006_functions.sql, the downgrade drops the new function and re-installs what
 0005 installed (migrations/versions/0005_functions.sql). No table changes.
 """
 from alembic import op
 
-from windowrag_pg.db.sqlfiles import load_frozen_sql, load_sql
+from windowrag_pg.db.sqlfiles import load_frozen_sql
 
 revision = "0006"
 down_revision = "0005"
@@ -23,7 +23,7 @@ NEW = ("windowrag.candidate_sentences(text, text, vector, integer, integer, text
 
 
 def upgrade() -> None:
-    op.execute(load_sql("functions"))
+    op.execute(load_frozen_sql("0006_functions"))
 
 
 def downgrade() -> None:

@@ -21,14 +21,16 @@ from ..db.statements import Statement, Steps, run_steps
 from ..db.sqlfiles import load_sql
 from ..embed import get_embedder
 from ..embed.base import Embedder
+from ..limits import LIMITS, first_problem, problem
 from ..parse import has_visible_text
 from ..segment.values import CandidateSentence
 from ..store.collections import Collection, collection_from_row
+from ..store.documents import unmatched_filter_steps
 from .filters import compile_filters
 
 MODES = ("hybrid", "dense", "bm25")
 CLAMPS = ("section", "document")
-MAX_QUERY_CHARS = 20_000
+MAX_QUERY_CHARS = LIMITS["query_chars"].high
 
 
 class QueryError(ValueError):
@@ -69,6 +71,7 @@ class SearchResult:
     query: str
     contexts: list[Context]
     timings_ms: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # why fewer than k contexts came back, …
 
     def as_dict(self) -> dict[str, Any]:
         return {"query": self.query, "contexts": [c.as_dict() for c in self.contexts]}
@@ -85,6 +88,7 @@ class Candidates:
     hits: dict[tuple[int, int], Hit]  # (document key, ordinal) -> its fused ranks
     query_idf: float = 0.0  # idf mass of all the query's lexemes (unknown ones as the rarest)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # a filter that matches no document, …
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,17 +114,12 @@ class SearchOptions:
             raise QueryError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.clamp not in CLAMPS:
             raise QueryError(f"clamp must be one of {', '.join(CLAMPS)}, not {self.clamp!r}")
-        for name in ("k", "candidates", "ef_search", "rrf_k"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or not 1 <= value <= 10_000:
-                raise QueryError(f"{name} must be an integer between 1 and 10000, not {value!r}")
-        if self.max_sentences is not None and (not isinstance(self.max_sentences, int)
-                                               or not 1 <= self.max_sentences <= 1_000_000):
-            raise QueryError(f"max_sentences must be an integer between 1 and 1000000, not {self.max_sentences!r}")
-        for name in ("window", "radius"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 1000:
-                raise QueryError(f"{name} must be an integer between 0 and 1000, not {value!r}")
+        found = first_problem(k=self.k, candidates=self.candidates, ef_search=self.ef_search, rrf_k=self.rrf_k,
+                              window=self.window, max_sentences=self.max_sentences)
+        if found:
+            raise QueryError(found)
+        if not isinstance(self.radius, int) or isinstance(self.radius, bool) or not 0 <= self.radius <= 1000:
+            raise QueryError(f"radius must be an integer between 0 and 1000, not {self.radius!r}")
         for name in ("dense_weight", "bm25_weight", "k1", "b"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
@@ -192,7 +191,16 @@ class Retriever:
         query, target, embedding, timings = yield from self._prepare(query, options, collection, query_embedding)
         statement, params = build_search_statement(target.name, query, embedding, options, filters)
         rows = yield from _timed(Statement(statement, params, prepare=False), timings)
-        return SearchResult(query=query, contexts=[_context(row) for row in rows], timings_ms=timings)
+        notes = []
+        if filters and not rows:
+            notes.extend((yield from unmatched_filter_steps(target, filters)))
+        contexts = [_context(row) for row in rows]
+        # Fewer windows than k although a candidate list was full: more candidates would give more.
+        if len(contexts) < options.k and any(options.candidates in (h.dense_rank, h.bm25_rank)
+                                             for c in contexts for h in c.hits):
+            notes.append(f"{len(contexts)} contexts for k={options.k}: the best {options.candidates} sentences of "
+                         f"each list made no more windows (raise candidates, up to {LIMITS['candidates'].high})")
+        return SearchResult(query=query, contexts=contexts, timings_ms=timings, notes=notes)
 
     def candidates_with(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
                         collection: str | None = None, query_embedding: np.ndarray | None = None) -> Candidates:
@@ -206,7 +214,10 @@ class Retriever:
         statement, params = build_search_statement(target.name, query, embedding, options, filters,
                                                    template="candidate_sentences")
         rows = yield from _timed(Statement(statement, params, prepare=False), timings)
-        return candidates_from_rows(query, rows, timings)
+        candidates = candidates_from_rows(query, rows, timings)
+        if filters and not rows:
+            candidates.notes.extend((yield from unmatched_filter_steps(target, filters)))
+        return candidates
 
     def _prepare(self, query: str, options: SearchOptions, collection: str | None,
                  query_embedding: np.ndarray | None) -> Steps[tuple]:
@@ -260,7 +271,7 @@ def check_query(query: Any) -> str:
     if not isinstance(query, str):
         raise QueryError(f"query must be a string, got {type(query).__name__}")
     if len(query) > MAX_QUERY_CHARS:
-        raise QueryError(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
+        raise QueryError(problem("query_chars", len(query)))
     if "\x00" in query:
         raise QueryError("query contains a NUL character")
     try:
