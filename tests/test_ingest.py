@@ -162,3 +162,35 @@ def test_jsonl_bad_lines_are_reported_with_line_numbers(conn, collection_name, e
     assert report.added == 1
     assert sorted(e.name.rsplit(":", 1)[1] for e in report.errors) == ["2", "3", "4", "5"]
     assert all(e.name.startswith(str(path)) for e in report.errors)
+
+
+def test_a_database_error_fails_its_document_only_and_the_batch_goes_on(conn, db_url, collection_name, embedder):
+    from windowrag_pg.db.connection import connect
+
+    def doc(name: str, text: str) -> SourceDocument:
+        return SourceDocument(external_id=name, format="text", text=text)
+
+    ingestor = Ingestor(conn, collection=collection_name, embedder=embedder)
+    assert ingestor.ingest([doc("locked", "The first version. It has two sentences.")]).added == 1
+    before = snapshot(conn, collection_name)
+    conn.execute("SET lock_timeout = '300ms'")
+    # another session holds the row of "locked": replacing it times out, the others go in
+    with connect(db_url) as other:
+        other.execute("SELECT 1 FROM windowrag.documents d JOIN windowrag.collections c ON c.id = d.collection_id"
+                      " WHERE c.name = %s AND d.external_id = 'locked' FOR UPDATE OF d", [collection_name])
+        report = ingestor.ingest([doc("locked", "A second version. Still two sentences."),
+                                  doc("free-1", "Nothing holds this one."), doc("free-2", "Nor this one.")])
+        other.rollback()
+    assert report.added == 2 and [e.name for e in report.errors] == ["locked"]
+    assert "lock timeout" in report.errors[0].message
+    assert [row for row in snapshot(conn, collection_name) if row[0] == "locked"] == before
+    # a unique violation (a row inserted with an id the sequence hands out next) fails one document
+    conn.execute("INSERT INTO windowrag.documents (id, collection_id, external_id, format, content_hash, text,"
+                 " sentence_count) SELECT CASE WHEN s.is_called THEN s.last_value + 1 ELSE s.last_value END,"
+                 " c.id, 'squatter', 'text', 'h', 'x', 0"
+                 " FROM windowrag.documents_id_seq s, windowrag.collections c WHERE c.name = %s", [collection_name])
+    report = ingestor.ingest([doc("collides", "This one meets the squatter."), doc("after", "This one does not.")])
+    assert report.added == 1 and [e.name for e in report.errors] == ["collides"]
+    assert "documents_pkey" in report.errors[0].message or "duplicate key" in report.errors[0].message
+    assert ingestor.ingest([doc("collides", "This one meets the squatter.")]).added == 1  # the sequence moved on
+    assert counts(conn, collection_name)[0] == 6

@@ -1,27 +1,103 @@
-"""alembic downgrade base / upgrade head on a populated database (in a database of its own)."""
+"""alembic downgrade base / upgrade head on a populated database (in a database of its own).
+
+A downgrade that deletes stored data runs only when confirmed and says what it deletes
+(windowrag_pg/db/data_loss.py); without confirmation it changes nothing and fails.
+"""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import psycopg
+import pytest
 from psycopg import sql
 
 from windowrag_pg.db import connection as db
+from windowrag_pg.db.data_loss import DataLossNotConfirmed, describe_loss, is_confirmed
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.sources import SourceDocument
 
+ALEMBIC_INI = Path(__file__).resolve().parent.parent / "migrations" / "alembic.ini"
 
-def test_downgrade_and_upgrade_on_a_populated_database(db_url, embedder):
-    name = "migration_test"
+
+def _fresh_database(db_url: str, name: str) -> str:
     with psycopg.connect(db_url, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = psycopg.conninfo.make_conninfo(db_url, dbname=name)
+    return psycopg.conninfo.make_conninfo(db_url, dbname=name)
+
+
+def _populate(conn, embedder) -> None:
+    Ingestor(conn, collection="m", embedder=embedder).ingest([
+        SourceDocument(external_id="a", format="markdown", text="# A\n\nFirst sentence here. Second one there.")])
+    Ingestor(conn, collection="n", embedder=embedder).ingest([
+        SourceDocument(external_id="b", format="text", text="One more. And another."),
+        SourceDocument(external_id="c", format="text", text="The last one.")])
+
+
+def _alembic(conn, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "WINDOWRAG_DATABASE_URL": db._connection_url(conn)}  # a URL, as users give it
+    env.pop("WINDOWRAG_CONFIRM_DATA_LOSS", None)
+    return subprocess.run([sys.executable, "-m", "alembic", "-c", str(ALEMBIC_INI), *args],
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_downgrade_base_asks_for_confirmation_and_says_what_is_lost(db_url, embedder):
+    url = _fresh_database(db_url, "migration_test")
     with db.connect(url, autocommit=True) as conn:
-        Ingestor(conn, collection="m", embedder=embedder).ingest([
-            SourceDocument(external_id="a", format="markdown", text="# A\n\nFirst sentence here. Second one there.")
-        ])
-        assert conn.execute("SELECT count(*) FROM windowrag.sentences").fetchone()[0] == 3
-        db.downgrade(conn, "base")
+        _populate(conn, embedder)
+        assert conn.execute("SELECT count(*) FROM windowrag.sentences").fetchone()[0] == 6
+
+        # refused from Python: nothing changes
+        with pytest.raises(DataLossNotConfirmed) as info:
+            db.downgrade(conn, "base")
+        message = str(info.value)
+        assert "deletes 2 collections, 3 documents and 6 sentences" in message
+        assert "m: 1 document, 3 sentences; n: 2 documents, 3 sentences" in message
+        assert "confirm-data-loss=yes" in message and "Nothing was changed" in message
+        assert db.current_revision(conn) == db.head_revision()
+        assert conn.execute("SELECT count(*) FROM windowrag.sentences").fetchone()[0] == 6
+
+        # refused from the alembic command line: non-zero exit, the same account, nothing changes
+        refused = _alembic(conn, "downgrade", "base")
+        assert refused.returncode != 0
+        assert "FAILED" in refused.stdout + refused.stderr
+        assert "m: 1 document, 3 sentences" in refused.stdout + refused.stderr
+        assert db.current_revision(conn) == db.head_revision()
+        assert conn.execute("SELECT count(*) FROM windowrag.sentences").fetchone()[0] == 6
+
+        # confirmed on the command line: done, and it says what went
+        done = _alembic(conn, "-x", "confirm-data-loss=yes", "downgrade", "base")
+        assert done.returncode == 0, done.stderr
+        assert "deletes 2 collections, 3 documents and 6 sentences" in done.stderr
         assert conn.execute("SELECT to_regclass('windowrag.sentences')").fetchone()[0] is None
+
+        # an empty schema needs no confirmation; the Python confirmation works too
         db.upgrade(conn)
         assert db.current_revision(conn) == db.head_revision()
         assert conn.execute("SELECT count(*) FROM windowrag.sentences").fetchone()[0] == 0
+        db.downgrade(conn, "base")
+        assert db.current_revision(conn) is None
+        db.upgrade(conn)
+        _populate(conn, embedder)
+        db.downgrade(conn, "base", confirm_data_loss=True)
+        assert conn.execute("SELECT to_regclass('windowrag.documents')").fetchone()[0] is None
+        db.upgrade(conn)
+        assert db.current_revision(conn) == db.head_revision()
+    with psycopg.connect(db_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier("migration_test")))
+
+
+def test_confirmation_sources_and_loss_message():
+    assert not is_confirmed(x_arguments={}, environ={}, attribute=None)
+    assert not is_confirmed(x_arguments={"confirm-data-loss": "no"}, environ={"WINDOWRAG_CONFIRM_DATA_LOSS": ""},
+                            attribute=False)
+    assert is_confirmed(x_arguments={"confirm-data-loss": "yes"}, environ={}, attribute=None)
+    assert is_confirmed(x_arguments={}, environ={"WINDOWRAG_CONFIRM_DATA_LOSS": "YES"}, attribute=None)
+    assert is_confirmed(x_arguments={}, environ={}, attribute=True)
+    rows = [(f"c{i}", 1, 1000) for i in range(25)]
+    message = describe_loss("downgrade below 0001", rows)
+    assert message.startswith("downgrade below 0001 deletes 25 collections, 25 documents and 25,000 sentences (")
+    assert "c19: 1 document, 1,000 sentences; and 5 more)" in message and "c20:" not in message

@@ -8,6 +8,7 @@ its tenant per request. Tenant A must read 0 rows of tenant B everywhere and sti
 from __future__ import annotations
 
 import inspect
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -25,11 +26,12 @@ from windowrag_pg.store.collections import CollectionError, get_collection, list
 from windowrag_pg.store.writer import delete_document
 
 WRITER_A = "wrtest_tenant_a"        # LOGIN, windowrag_writer, mapped to tenant A
+WRITER_B = "wrtest_tenant_b"        # LOGIN, windowrag_writer, mapped to tenant B (the victim)
 READER_A = "wrtest_tenant_a_ro"     # LOGIN, windowrag_reader, tenant A through a group role
 GROUP_A = "wrtest_group_a"          # NOLOGIN group role mapped to tenant A
 SERVICE = "wrtest_service"          # LOGIN, windowrag_service + windowrag_writer
 STRANGER = "wrtest_stranger"        # LOGIN, windowrag_reader, mapped to no tenant
-LOGIN_ROLES = (WRITER_A, READER_A, SERVICE, STRANGER)
+LOGIN_ROLES = (WRITER_A, WRITER_B, READER_A, SERVICE, STRANGER)
 DANGLING = "wrtest_no_such_role"    # a tenant_roles row naming a role that does not exist
 
 TABLES = ("collections", "documents", "sections", "sentences", "bm25_stats", "bm25_terms", "bm25_postings")
@@ -108,6 +110,7 @@ def tenancy(db_url, embedder):
         if not owner.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [GROUP_A]).fetchone():
             owner.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(GROUP_A)))
         _create_login_role(owner, WRITER_A, "windowrag_writer")
+        _create_login_role(owner, WRITER_B, "windowrag_writer")
         _create_login_role(owner, READER_A, "windowrag_reader", GROUP_A)
         _create_login_role(owner, SERVICE, "windowrag_service", "windowrag_writer")
         _create_login_role(owner, STRANGER, "windowrag_reader")
@@ -119,8 +122,9 @@ def tenancy(db_url, embedder):
         owner.execute("UPDATE windowrag.collections SET tenant = %s WHERE name = %s", [tenant_b, name_b])
         owner.execute("DELETE FROM windowrag.tenant_roles WHERE role_name = ANY (%s)",
                       [[*LOGIN_ROLES, GROUP_A, DANGLING]])
-        owner.execute("INSERT INTO windowrag.tenant_roles (tenant, role_name) VALUES (%s, %s), (%s, %s), (%s, %s)",
-                      [tenant_a, WRITER_A, tenant_a, GROUP_A, tenant_b, DANGLING])
+        owner.execute("INSERT INTO windowrag.tenant_roles (tenant, role_name)"
+                      " VALUES (%s, %s), (%s, %s), (%s, %s), (%s, %s)",
+                      [tenant_a, WRITER_A, tenant_a, GROUP_A, tenant_b, DANGLING, tenant_b, WRITER_B])
         for table in TABLES:
             owner.execute(sql.SQL("ANALYZE windowrag.{}").format(sql.Identifier(table)))
 
@@ -544,6 +548,92 @@ def test_library_ingest_as_tenant_writer(tenancy, embedder):
         assert _collection_counts(owner, tenancy.id_b) == tenancy.counts_b
 
 
+# -- availability: tenant A cannot stop tenant B's writers ----------------------------------------
+
+VICTIM_DOC = SourceDocument(external_id="b-extra", format="markdown", title="Bravo extra",
+                            text="# Extra\n\nBravo ships the quokka release on Monday. The quokka audit follows.")
+
+
+def _victim_ingests_and_deletes(t: Tenancy, embedder) -> None:
+    """Tenant B's writer ingests a new document and deletes it again, failing fast if anything blocks it."""
+    with t.connect(WRITER_B) as victim:
+        victim.execute("SET lock_timeout = '2s'")
+        ingestor = Ingestor(victim, collection=t.name_b, embedder=embedder, tenant=t.tenant_b)
+        report = ingestor.ingest([VICTIM_DOC])
+        assert report.errors == [] and report.added == 1
+        assert delete_document(victim, ingestor.collection, VICTIM_DOC.external_id)
+
+
+@pytest.mark.parametrize("role", [READER_A, WRITER_A])
+def test_no_tenant_lock_holds_another_tenants_ingest(tenancy, embedder, role):
+    with tenancy.connect(role) as attacker:
+        attacker.execute("BEGIN")
+        # advisory locks on every key derived from B's collection id (the old write lock among them)
+        attacker.execute("SELECT pg_advisory_lock(2024061501, %s), pg_advisory_xact_lock(2024061501, %s),"
+                         " pg_advisory_lock(%s), pg_advisory_lock_shared(%s::bigint)",
+                         [tenancy.id_b, tenancy.id_b, tenancy.id_b, tenancy.id_b])
+        # row locks on B's rows: invisible to a writer of A, not allowed at all to a reader
+        for statement, params in (
+                ("SELECT id FROM windowrag.collections WHERE id = %s FOR UPDATE", [tenancy.id_b]),
+                ("SELECT id FROM windowrag.documents WHERE collection_id = %s FOR UPDATE", [tenancy.id_b]),
+                ("SELECT id FROM windowrag.collections WHERE id = %s FOR KEY SHARE", [tenancy.id_b])):
+            attacker.execute("SAVEPOINT probe")
+            if role == READER_A:
+                with pytest.raises(errors.InsufficientPrivilege, match="permission denied"):
+                    attacker.execute(statement, params)
+                attacker.execute("ROLLBACK TO SAVEPOINT probe")
+            else:
+                assert attacker.execute(statement, params).fetchall() == []
+        # its own collection's write lock is its own business: B is not affected by it either
+        if role == WRITER_A:
+            assert attacker.execute(load_sql("lock_collection_writes"), [tenancy.id_a]).fetchone() == (tenancy.id_a,)
+        started = time.monotonic()
+        _victim_ingests_and_deletes(tenancy, embedder)   # while A still holds all of the above
+        assert time.monotonic() - started < 30
+        attacker.execute("ROLLBACK")
+    with db.connect(tenancy.db_url, autocommit=True) as owner:
+        assert _collection_counts(owner, tenancy.id_b) == tenancy.counts_b
+
+
+def test_no_tenant_chooses_ids_ahead_of_the_sequences(tenancy, embedder):
+    def ahead(conn, table: str) -> int:
+        return conn.execute(sql.SQL("SELECT last_value + 3 FROM windowrag.{}").format(
+            sql.Identifier(f"{table}_id_seq"))).fetchone()[0]
+
+    with tenancy.connect(WRITER_A) as conn:
+        document, section = conn.execute(
+            "SELECT d.id, s.id FROM windowrag.documents d JOIN windowrag.sections s ON s.document_id = d.id "
+            "WHERE d.collection_id = %s LIMIT 1", [tenancy.id_a]).fetchone()
+        vector = embedder.embed_documents(["x"])[0]
+        explicit_ids = {
+            "collections": ("INSERT INTO windowrag.collections (id, name, embedding_model, dimension, tenant)"
+                            " VALUES (%s, %s, 'm', 3, %s)", [f"x_{uuid.uuid4().hex[:6]}", tenancy.tenant_a]),
+            "documents": ("INSERT INTO windowrag.documents (id, collection_id, external_id, format, content_hash,"
+                          " text, sentence_count) VALUES (%s, %s, 'ahead', 'text', 'h', 'x', 0)", [tenancy.id_a]),
+            "sections": ("INSERT INTO windowrag.sections (id, document_id, ordinal, heading_path, level, start_char,"
+                         " end_char) VALUES (%s, %s, 999, '{}', 0, 0, 0)", [document]),
+            "sentences": ("INSERT INTO windowrag.sentences (id, collection_id, document_id, section_id, ordinal,"
+                          " start_char, end_char, kind, text, token_count, embedding, tsv, bm25_length)"
+                          " VALUES (%s, %s, %s, %s, 9999, 0, 1, 'sentence', 'x', 1, %s, 'x', 1)",
+                          [tenancy.id_a, document, section, vector]),
+        }
+        for table, (statement, params) in explicit_ids.items():
+            conn.execute(sql.SQL("SELECT nextval({})").format(sql.Literal(f"windowrag.{table}_id_seq")))
+            with pytest.raises(errors.InsufficientPrivilege, match="row-level security"):
+                conn.execute(statement, [ahead(conn, table), *params])
+            # nor may a row of its own move its id ahead of the sequence
+            with pytest.raises(errors.FeatureNotSupported, match="cannot move"):
+                conn.execute(sql.SQL("UPDATE windowrag.{} SET id = id + 1000000 WHERE id = (SELECT max(id) FROM windowrag.{})"
+                                     ).format(sql.Identifier(table), sql.Identifier(table)))
+            with pytest.raises(errors.InsufficientPrivilege, match="permission denied"):
+                conn.execute("SELECT setval(%s, 1000000000)", [f"windowrag.{table}_id_seq"])
+    # B's next ingest gets the next ids as usual
+    _victim_ingests_and_deletes(tenancy, embedder)
+    with db.connect(tenancy.db_url, autocommit=True) as owner:
+        assert _collection_counts(owner, tenancy.id_a) == tenancy.counts_a
+        assert _collection_counts(owner, tenancy.id_b) == tenancy.counts_b
+
+
 # -- migration ----------------------------------------------------------------------------------
 
 SCHEMA_FINGERPRINT = """
@@ -554,13 +644,13 @@ SELECT jsonb_build_object(
                 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
                 LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
                WHERE c.relnamespace = 'windowrag'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped
-                 AND c.relname NOT LIKE 'sentences_embedding_hnsw_c%'),
+                 AND c.relname NOT LIKE 'sentences_embedding_hnsw_c%' AND c.relname NOT LIKE 'kept\\_%'),
   'relations', (SELECT jsonb_agg(jsonb_build_array(c.relname, c.relkind, c.relrowsecurity, c.relforcerowsecurity,
                                                    coalesce(c.relacl, acldefault(
                                                        (CASE WHEN c.relkind = 'S' THEN 's' ELSE 'r' END)::"char", c.relowner))::text[])
                                  ORDER BY c.relname)
                   FROM pg_class c WHERE c.relnamespace = 'windowrag'::regnamespace
-                   AND c.relname NOT LIKE 'sentences_embedding_hnsw_c%'),
+                   AND c.relname NOT LIKE 'sentences_embedding_hnsw_c%' AND c.relname NOT LIKE 'kept\\_%'),
   'functions', (SELECT jsonb_agg(jsonb_build_array(p.oid::regprocedure::text, p.prosecdef, p.proconfig,
                                                    p.provolatile, md5(p.prosrc),
                                                    coalesce(p.proacl, acldefault('f', p.proowner))::text[])
@@ -593,7 +683,7 @@ def _all_rows(conn: psycopg.Connection) -> dict[str, list]:
     return rows
 
 
-def test_tenancy_migration_round_trip_keeps_every_row(db_url, embedder):
+def test_tenancy_migration_round_trip_keeps_every_row_and_tenant(db_url, embedder):
     name = "tenancy_migration_test"
     with psycopg.connect(db_url, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
@@ -608,22 +698,35 @@ def test_tenancy_migration_round_trip_keeps_every_row(db_url, embedder):
             for collection, docs in (("ta", DOCS_A), ("tb", DOCS_B)):
                 assert not Ingestor(conn, collection=collection, embedder=embedder).ingest(docs).errors
             conn.execute("UPDATE windowrag.collections SET tenant = 'acme' WHERE name = 'ta'")
+            conn.execute("UPDATE windowrag.collections SET tenant = 'bravo' WHERE name = 'tb'")
             conn.execute("INSERT INTO windowrag.tenant_roles VALUES ('acme', 'windowrag_reader')")
             rows = _all_rows(conn)
             assert all(rows[table] for table in TABLES)
+            tenants = dict(conn.execute("SELECT name, tenant FROM windowrag.collections").fetchall())
+            mapping = conn.execute("SELECT * FROM windowrag.tenant_roles ORDER BY 1, 2").fetchall()
 
             db.downgrade(conn, "0002")
             assert db.current_revision(conn) == "0002"
+            # exactly 0002's schema, plus the two owner-only tables that keep the assignments
             assert conn.execute(SCHEMA_FINGERPRINT).fetchone()[0] == before_0003
+            assert conn.execute("SELECT count(*) FROM windowrag.kept_collection_tenants").fetchone()[0] == 2
+            assert conn.execute(  # owner only
+                "SELECT count(*) FROM pg_class c WHERE c.relname LIKE 'kept%%' AND c.relnamespace = 'windowrag'::regnamespace"
+                " AND NOT EXISTS (SELECT 1 FROM aclexplode(coalesce(c.relacl, acldefault('r', c.relowner))) a"
+                "                  WHERE a.grantee <> c.relowner)").fetchone()[0] == 2
             assert _all_rows(conn) == rows
             # at 0002 the library still works on the kept rows
             assert conn.execute("SELECT count(*) FROM windowrag.bm25_search('tb', %s)", [SECRET]).fetchone()[0] > 0
-
-            db.upgrade(conn)
+            db.downgrade(conn, "0001")  # what issue 12 did; no data is lost, so no confirmation is asked
+            assert db.current_revision(conn) == "0001"
+        # the next connection's automatic upgrade puts every assignment back
+        with db.connect(url, autocommit=True) as conn:
             assert db.current_revision(conn) == db.head_revision()
             assert _all_rows(conn) == rows
-            assert conn.execute("SELECT array_agg(DISTINCT tenant) FROM windowrag.collections").fetchone()[0] == ["default"]
-            assert conn.execute("SELECT count(*) FROM windowrag.tenant_roles").fetchone()[0] == 0
+            assert dict(conn.execute("SELECT name, tenant FROM windowrag.collections").fetchall()) == tenants
+            assert conn.execute("SELECT * FROM windowrag.tenant_roles ORDER BY 1, 2").fetchall() == mapping
+            assert conn.execute("SELECT to_regclass('windowrag.kept_collection_tenants'),"
+                                " to_regclass('windowrag.kept_tenant_roles')").fetchone() == (None, None)
             assert conn.execute("SELECT bool_and(relrowsecurity) FROM pg_class WHERE oid = ANY (%s::regclass[])",
                                 [[f"windowrag.{t}" for t in TABLES]]).fetchone()[0]
             assert conn.execute("SELECT has_table_privilege('windowrag_reader', 'windowrag.sentences', 'SELECT')"

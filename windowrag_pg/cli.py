@@ -50,8 +50,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("query", help="search a collection: retrieve, rerank, RSE, assemble")
     p.add_argument("query")
-    p.add_argument("--k", type=int, default=5)
-    p.add_argument("--window", type=int, default=3)
+    p.add_argument("--k", type=int, default=5, help="at most this many contexts (default 5)")
+    p.add_argument("--token-budget", type=int, default=None,
+                   help="tokens all contexts may hold together (default 1024; 0: no budget)")
+    p.add_argument("--selection", default=None, choices=["segments", "windows"],
+                   help="segments (default): the most valuable runs of sentences within the budget; "
+                        "windows: fixed ±--window windows, cut to the budget")
+    p.add_argument("--min-relevance", type=float, default=None,
+                   help="return nothing when the best answer's relevance (0-1) is below this "
+                        "(default: the library's calibrated threshold; 0 never abstains)")
+    p.add_argument("--window", type=int, default=3, help="with --selection windows: sentences each side")
     p.add_argument("--mode", default="hybrid", choices=["hybrid", "dense", "bm25"])
     p.add_argument("--candidates", type=int, default=20, help="candidates per list (dense, BM25) before fusion")
     p.add_argument("--clamp", default="section", choices=["section", "document"])
@@ -64,7 +72,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rerank-tokens", type=int, default=None,
                    help="tokens of each window the cross-encoder reads (whole sentences around the hits)")
     p.add_argument("--rse", default=None, help="RSE preset: balanced, precision, find_all or none")
-    p.add_argument("--token-budget", type=int, default=None)
     p.add_argument("--max-sentences", type=int, default=None,
                    help="sentences the retrieved windows may hold together (default: no budget)")
     p.add_argument("--order", default="score", choices=["score", "document"])
@@ -164,7 +171,10 @@ def cmd_query(args) -> int:
         rerank_tokens=args.rerank_tokens or defaults.rerank_tokens,
         rerank_token_budget=args.rerank_token_budget or defaults.rerank_token_budget,
         rse=defaults.rse if args.rse is None else (None if args.rse.lower() == "none" else args.rse),
-        token_budget=args.token_budget, order=args.order, max_sentences=args.max_sentences,
+        token_budget=(defaults.token_budget if args.token_budget is None else (args.token_budget or None)),
+        selection=args.selection or defaults.selection,
+        min_relevance=defaults.min_relevance if args.min_relevance is None else args.min_relevance,
+        order=args.order, max_sentences=args.max_sentences,
     )
     reranker = None
     if options.rerank and args.reranker:
@@ -191,8 +201,8 @@ def _print_contexts(result) -> None:
     from rich.text import Text
 
     console = Console()
-    if not result.contexts:
-        console.print("no context found")
+    if result.abstained:
+        console.print(f"no relevant context ({result.trace.get('abstain')})")
     for number, context in enumerate(result.contexts, start=1):
         # Text(), not markup: document text and ids may hold [brackets]
         title = Text(f"[{number}] {context.citation.label()} — score {context.score:.3f}")

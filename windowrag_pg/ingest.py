@@ -8,11 +8,14 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 
+from .db.source import SingleConnection, connection_source
 from .embed import get_embedder
 from .embed.base import Embedder, EmbeddingError
 from .parse import ParseError, parse_document, parse_pdf
@@ -82,11 +85,13 @@ def embedding_texts(parsed: ParsedDocument, units: list[Unit], *, title: str | N
 
 
 class Ingestor:
-    """Ingest documents into one collection over an autocommit connection."""
+    """Ingest documents into one collection: over an autocommit connection, a psycopg_pool
+    ConnectionPool (a connection is checked out per statement, never while the model embeds)
+    or a URL. Always the primary: a replica is read-only."""
 
     def __init__(
         self,
-        conn: psycopg.Connection,
+        conn: psycopg.Connection | Any,
         *,
         collection: str = "default",
         embedder: Embedder | None = None,
@@ -95,19 +100,34 @@ class Ingestor:
         chunk_tokens: int | None = None,
         tenant: str | None = None,
     ) -> None:
-        if not conn.autocommit:
+        self.source = connection_source(conn)
+        if isinstance(self.source, SingleConnection) and not self.source.conn.autocommit:
             raise ValueError("Ingestor needs an autocommit connection: each document commits on its own")
-        self.conn = conn
         self.embedder = embedder or get_embedder()
         self.max_unit_chars = max_unit_chars
         # chunk_tokens set: the naive baseline of the evaluation (fixed-size token chunks are the
         # retrieval unit instead of sentences), stored in the same tables.
         self.chunk_tokens = chunk_tokens
-        self.collection: Collection = ensure_collection(
-            conn, collection, embedding_model=self.embedder.model_id,
-            dimension=self.embedder.dimension, contextual_headers=contextual_headers,
-            unit="chunk" if chunk_tokens else "sentence", chunk_tokens=chunk_tokens, tenant=tenant,
-        )
+        with self._connection() as conn:
+            self.collection: Collection = ensure_collection(
+                conn, collection, embedding_model=self.embedder.model_id,
+                dimension=self.embedder.dimension, contextual_headers=contextual_headers,
+                unit="chunk" if chunk_tokens else "sentence", chunk_tokens=chunk_tokens, tenant=tenant,
+            )
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        """A connection in autocommit mode (each document commits on its own), as it was after."""
+        with self.source.connection() as conn:
+            if conn.autocommit:
+                yield conn
+                return
+            conn.autocommit = True  # a pooled connection, idle when lent
+            try:
+                yield conn
+            finally:
+                if not conn.closed:
+                    conn.autocommit = False
 
     def ingest(
         self,
@@ -126,6 +146,8 @@ class Ingestor:
         pending: list[_Prepared] = []
 
         def fail(name: str, exc: Exception) -> None:
+            if self.conn.closed or self.conn.broken:
+                raise exc  # the server is gone: every further document would fail the same way
             report.errors.append(SourceError(name, _describe(exc)))
             if on_document:
                 on_document(name, "error", 0)
@@ -178,7 +200,9 @@ class Ingestor:
         """Check, hash, parse and split one document; None when it is stored unchanged."""
         check_source(source)  # fields Postgres cannot store, metadata that is not plain JSON
         digest = content_hash(source)
-        if existing_hash(self.conn, self.collection, source.external_id) == digest:
+        with self._connection() as conn:
+            stored = existing_hash(conn, self.collection, source.external_id)
+        if stored == digest:
             return None
         parsed = parse_source(source)
         units = self.make_units(parsed)
@@ -229,8 +253,9 @@ class Ingestor:
                     metadata=prepared.source.metadata,
                     content_hash=prepared.digest,
                 )
-                status = write_document(self.conn, self.collection, record, prepared.parsed,
-                                        prepared.units, own, token_counts)
+                with self._connection() as conn:
+                    status = write_document(conn, self.collection, record, prepared.parsed,
+                                            prepared.units, own, token_counts)
             except INGEST_ERRORS as exc:
                 yield prepared, exc
                 continue
@@ -246,7 +271,10 @@ class _Prepared:
     texts: list[str]
 
 
-INGEST_ERRORS = (ParseError, EmbeddingError, ValueError, psycopg.DataError)
+# What fails one document, not the batch. Any database error of a document's own statements
+# (a lock or statement timeout, a unique violation, a refused privilege, …) rolls back that
+# document's transaction only; a broken connection still stops the batch (see fail()).
+INGEST_ERRORS = (ParseError, EmbeddingError, ValueError, psycopg.Error)
 
 
 def _describe(exc: Exception) -> str:

@@ -7,9 +7,10 @@ The downgrade undoes the upgrade exactly and drops no row of the 0002 tables: it
 policies, disables RLS, gives the BM25 trigger functions back their SECURITY INVOKER form and
 default ACL, revokes what the upgrade granted in this database, drops the triggers and helper
 functions it added, windowrag.tenant_roles, sections.collection_id (derived from documents) and
-collections.tenant. What is lost is only what 0003 added:
-the tenant of each collection and the role mapping (a NOTICE says how many rows), so that a
-later upgrade puts every collection back in the tenant 'default'.
+collections.tenant. What only 0003 knew — the tenant of each collection and the role mapping —
+is kept in the owner-only tables windowrag.kept_collection_tenants and windowrag.kept_tenant_roles
+(a NOTICE counts the rows), and the upgrade puts it back (sql/tenancy_restore.sql): a round trip
+keeps every tenant assignment.
 
 The group roles are cluster-wide: they are dropped only when nothing in any database of the
 cluster still uses them (no privilege, no owned object, no member) and the migrating role may
@@ -28,6 +29,8 @@ TABLES = ("collections", "documents", "sections", "sentences", "bm25_stats", "bm
 ROLES = ("windowrag_service", "windowrag_writer", "windowrag_reader")  # drop order: writer before reader
 
 DOWNGRADE = """
+-- Keep what only 0003 knows (each collection's tenant, the role mapping) in owner-only tables
+-- that the downgrade leaves behind; the next upgrade to 0003 puts it back (sql/tenancy_restore.sql).
 DO $$
 DECLARE
     tenants bigint;
@@ -36,9 +39,12 @@ BEGIN
     SELECT count(*) INTO tenants FROM windowrag.collections WHERE tenant <> 'default';
     SELECT count(*) INTO mappings FROM windowrag.tenant_roles;
     IF tenants > 0 OR mappings > 0 THEN
-        RAISE NOTICE 'windowrag: downgrade below 0003 forgets the tenant of % collection(s) and % '
-            'tenant_roles row(s); every collection is in tenant ''default'' after a new upgrade',
-            tenants, mappings;
+        CREATE TABLE windowrag.kept_collection_tenants AS
+            SELECT id AS collection_id, name, tenant FROM windowrag.collections WHERE tenant <> 'default';
+        CREATE TABLE windowrag.kept_tenant_roles AS SELECT tenant, role_name FROM windowrag.tenant_roles;
+        RAISE NOTICE 'windowrag: downgrade below 0003 keeps the tenant of % collection(s) and % tenant_roles '
+            'row(s) in windowrag.kept_collection_tenants and windowrag.kept_tenant_roles; the next upgrade '
+            'restores them', tenants, mappings;
     END IF;
 END $$;
 
@@ -112,6 +118,7 @@ END $$;
 
 def upgrade() -> None:
     op.execute(load_sql("tenancy"))
+    op.execute(load_sql("tenancy_restore"))
 
 
 def downgrade() -> None:

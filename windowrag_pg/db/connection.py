@@ -44,18 +44,26 @@ def connect(url: str | None = None, *, migrate: bool = True, autocommit: bool = 
     except psycopg.OperationalError as exc:
         raise DatabaseError(f"cannot connect to {_redact(resolved)}: {exc}".strip()) from exc
     try:
-        check_server(conn)
-        if migrate:
-            upgrade(conn)
-        register_vector(conn)
-        timeout = statement_timeout_ms()
-        conn.execute(load_sql("set_statement_timeout"), [str(timeout)])
-        if not autocommit:
-            conn.commit()
+        prepare_connection(conn, migrate=migrate)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def prepare_connection(conn: psycopg.Connection, *, migrate: bool = True) -> None:
+    """Make any psycopg connection ready for the library: server checked, schema at head
+    (MIGRATE) or checked to be at head (a read replica cannot migrate), pgvector types
+    registered, statement timeout set."""
+    check_server(conn)
+    if migrate:
+        upgrade(conn)
+    else:
+        check_revision(conn)
+    register_vector(conn)
+    conn.execute(load_sql("set_statement_timeout"), [str(statement_timeout_ms())])
+    if not conn.autocommit:
+        conn.commit()
 
 
 def check_server(conn: psycopg.Connection) -> None:
@@ -118,11 +126,27 @@ def upgrade(conn: psycopg.Connection, revision: str = "head") -> None:
     _run_alembic(conn, "upgrade", revision)
 
 
-def downgrade(conn: psycopg.Connection, revision: str = "base") -> None:
-    _run_alembic(conn, "downgrade", revision)
+def check_revision(conn: psycopg.Connection) -> None:
+    """Refuse a database whose schema is not at the library's head (without migrating it)."""
+    current, head = current_revision(conn), head_revision()
+    if not conn.autocommit:
+        conn.rollback()
+    if current != head:
+        raise DatabaseError(
+            f"the schema of {_redact(_connection_url(conn))} is at revision {current or 'none'}, the library "
+            f"needs {head}: connect to the primary once to migrate it (a replica follows once it has replayed)"
+        )
 
 
-def _run_alembic(conn: psycopg.Connection, action: str, revision: str) -> None:
+def downgrade(conn: psycopg.Connection, revision: str = "base", *, confirm_data_loss: bool = False) -> None:
+    """Run Alembic downgrades to REVISION. One that deletes stored data (below 0001) raises
+    DataLossNotConfirmed, changing nothing, unless CONFIRM_DATA_LOSS (windowrag_pg/db/data_loss.py)."""
+    from .data_loss import CONFIRM_ATTRIBUTE
+
+    _run_alembic(conn, "downgrade", revision, attributes={CONFIRM_ATTRIBUTE: confirm_data_loss})
+
+
+def _run_alembic(conn: psycopg.Connection, action: str, revision: str, *, attributes: dict | None = None) -> None:
     from alembic import command
     from sqlalchemy import create_engine
     from sqlalchemy.pool import NullPool
@@ -135,7 +159,9 @@ def _run_alembic(conn: psycopg.Connection, action: str, revision: str) -> None:
     try:
         with engine.begin() as sa_conn:
             sa_conn.exec_driver_sql(load_sql("migration_lock"), (MIGRATION_LOCK_KEY,))
-            getattr(command, action)(_alembic_config(sa_conn), revision)
+            config = _alembic_config(sa_conn)
+            config.attributes.update(attributes or {})
+            getattr(command, action)(config, revision)
     finally:
         engine.dispose()
 

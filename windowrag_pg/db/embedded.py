@@ -6,8 +6,10 @@ stops it. It listens on a Unix socket only, never on a TCP port.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -16,6 +18,9 @@ from ..config import windowrag_home
 from .sqlfiles import load_sql
 
 DATABASE_NAME = "windowrag"
+# Held while one process initialises, starts and provisions the server of a home; the others
+# wait on it and then find everything ready (many first commands may start at once).
+START_LOCK_NAME = ".start.lock"
 
 
 def _server_class():
@@ -28,15 +33,26 @@ def _server_class():
 
 def start_embedded(home: Path | None = None) -> str:
     """Start (or find running) the embedded server under HOME/pgdata; return a URL to its database."""
-    pgdata = (home or windowrag_home()) / "pgdata"
+    home = home or windowrag_home()
+    pgdata = home / "pgdata"
     pgdata.mkdir(parents=True, exist_ok=True)
     server_cls = _server_class()
-    with warnings.catch_warnings():
+    with _start_lock(home), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         server = server_cls(pgdata, cleanup_mode=None)
-    admin_url = server.get_uri()
-    _ensure_database(admin_url)
+        _ensure_database(server.get_uri())
     return server.get_uri(database=DATABASE_NAME)
+
+
+@contextmanager
+def _start_lock(home: Path):
+    """An exclusive lock file in HOME for initdb + start + CREATE DATABASE (released on exit, even on a crash)."""
+    with open(home / START_LOCK_NAME, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def stop_embedded(home: Path | None = None, *, timeout: float = 30.0) -> bool:
@@ -66,5 +82,9 @@ def stop_embedded(home: Path | None = None, *, timeout: float = 30.0) -> bool:
 def _ensure_database(admin_url: str) -> None:
     with psycopg.connect(admin_url, autocommit=True) as conn:
         exists = conn.execute(load_sql("database_exists"), [DATABASE_NAME]).fetchone()
-        if not exists:
+        if exists:
+            return
+        try:
             conn.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(DATABASE_NAME)))
+        except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
+            pass  # created meanwhile by a process that does not take the lock (an older version)

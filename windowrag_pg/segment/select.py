@@ -28,7 +28,9 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["Run", "select_runs"]
+from .values import CandidateSentence, feature_matrix, query_relevance, sentence_probabilities
+
+__all__ = ["Run", "Selection", "choose_segments", "run_breaks", "select_runs"]
 
 # the token axis of the table holds at most this many units (a 2,048-token budget: 4 tokens a unit)
 MAX_UNITS = 512
@@ -99,7 +101,7 @@ def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, b
         return []
     # fewest runs, then fewest tokens among the (near-)best totals
     tol = 1e-9 * max(1.0, abs(best))
-    j, c = (int(x[0]) for x in np.nonzero(final >= best - tol))
+    j = int(np.flatnonzero((final >= best - tol).any(axis=1))[0])
     c = int(np.flatnonzero(final[j] >= best - tol)[0])
     state_open = bool(opened[j, c] >= closed[j, c])
     chosen = np.zeros(n, dtype=bool)
@@ -148,3 +150,34 @@ def run_breaks(keys: Sequence[tuple[int, int]], ordinals: Sequence[int]) -> np.n
     for i in range(1, n):
         cont[i] = keys[i] == keys[i - 1] and ordinals[i] == ordinals[i - 1] + 1
     return cont
+
+
+class Selection(NamedTuple):
+    """What budget-first selection decided for one query."""
+
+    runs: list[Run]  # in document order; indexes into the candidates
+    probabilities: np.ndarray  # P(evidence) of each candidate
+    relevance: float  # how well the corpus can answer at all, in [0, 1] (abstention)
+
+
+def choose_segments(candidates: Sequence[CandidateSentence], *, query_idf: float, budget: int,
+                    max_segments: int, sentence_floor: float = 0.0,
+                    probabilities: np.ndarray | None = None) -> Selection:
+    """Sentence values → the best runs within BUDGET tokens (at most MAX_SEGMENTS of them).
+
+    A sentence's value is its probability of holding evidence minus its token price: the price of
+    an average (32-token) sentence is SENTENCE_FLOOR times the best probability of the query, so
+    the price follows each query's own value distribution. With a floor of 0 every sentence is
+    worth sending and the budget is filled; above 0 weak sentences are left out even when they fit.
+    ``probabilities`` replaces the model's (e.g. folded with cross-encoder scores).
+    """
+    if probabilities is None:  # given: already folded with the cross-encoder's scores
+        probabilities = sentence_probabilities(feature_matrix(candidates))
+    relevance = query_relevance(candidates, query_idf=query_idf)
+    if not candidates:
+        return Selection([], probabilities, relevance)
+    tokens = np.asarray([c.token_count for c in candidates], dtype=np.int64)
+    price = sentence_floor * float(probabilities.max()) * tokens / 32.0
+    continues = run_breaks([(c.document_key, c.section_id) for c in candidates], [c.ordinal for c in candidates])
+    runs = select_runs(probabilities - price, tokens, continues, budget=budget, max_segments=max_segments)
+    return Selection(runs, probabilities, relevance)

@@ -26,7 +26,11 @@ class Collection:
 
 
 def get_collection(conn: psycopg.Connection, name: str) -> Collection:
-    row = conn.execute(load_sql("get_collection"), [name]).fetchone()
+    return collection_from_row(name, conn.execute(load_sql("get_collection"), [name]).fetchone())
+
+
+def collection_from_row(name: str, row) -> Collection:
+    """The collection of a get_collection row (None: it does not exist)."""
     if row is None:
         raise CollectionError(f"collection {name!r} does not exist (ingest documents into it first)")
     return Collection(*row)

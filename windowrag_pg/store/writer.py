@@ -13,7 +13,7 @@ from psycopg.types.json import Jsonb
 
 from ..db.sqlfiles import load_sql
 from ..parse.types import ParsedDocument, Unit
-from .collections import Collection
+from .collections import Collection, CollectionError
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,7 @@ def write_document(
     if len(units) != len(embeddings) or len(units) != len(token_counts):
         raise ValueError("units, embeddings and token counts differ in length")
     with conn.transaction():
-        conn.execute(load_sql("lock_collection_writes"), [collection.id])
+        lock_collection_writes(conn, collection)
         old = conn.execute(load_sql("lock_document"), [collection.id, record.external_id]).fetchone()
         if old is not None and old[1] == record.content_hash:
             return "unchanged"
@@ -71,9 +71,15 @@ def write_document(
 
 def delete_document(conn: psycopg.Connection, collection: Collection, external_id: str) -> bool:
     with conn.transaction():
-        conn.execute(load_sql("lock_collection_writes"), [collection.id])
+        lock_collection_writes(conn, collection)
         row = conn.execute(load_sql("delete_document"), [collection.id, external_id]).fetchone()
     return row is not None
+
+
+def lock_collection_writes(conn: psycopg.Connection, collection: Collection) -> None:
+    """Take the collection's write lock for the current transaction (sql/lock_collection_writes.sql)."""
+    if conn.execute(load_sql("lock_collection_writes"), [collection.id]).fetchone() is None:
+        raise CollectionError(f"collection {collection.name!r} no longer exists (deleted meanwhile?)")
 
 
 def _copy_sections(conn: psycopg.Connection, document_id: int, parsed: ParsedDocument, units: list[Unit]) -> None:

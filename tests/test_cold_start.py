@@ -1,0 +1,50 @@
+"""Cold start: many first `windowrag` commands at once on a fresh WINDOWRAG_HOME all succeed.
+
+Each process has to initialise the data folder, start the server, create the database and
+migrate it; they race for all four (windowrag_pg/db/embedded.py, docs/reliability.md).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from windowrag_pg.db import connection as db
+from windowrag_pg.db.embedded import DATABASE_NAME, start_embedded, stop_embedded
+
+PROCESSES = 8
+
+
+@pytest.mark.slow  # 32-37 s on the shared 2-core machine (8 interpreters importing at once, initdb, migrations)
+def test_parallel_first_commands_on_a_fresh_home_all_succeed():
+    home = Path(tempfile.mkdtemp(prefix="windowrag-cold-"))
+    env = {**os.environ, "WINDOWRAG_HOME": str(home)}
+    env.pop("WINDOWRAG_DATABASE_URL", None)
+    try:
+        commands = [subprocess.Popen([sys.executable, "-m", "windowrag_pg.cli", "stats", "--json"]
+                                     if i % 2 else [sys.executable, "-m", "windowrag_pg.cli", "db-url"],
+                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    for i in range(PROCESSES)]
+        outcomes = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in commands]
+        for p in commands:
+            p.stdout.close()
+            p.stderr.close()
+        failed = [(code, err) for code, _, err in outcomes if code != 0]
+        assert failed == [], failed
+        assert not any("error" in err.lower() for _, _, err in outcomes), [err for _, _, err in outcomes]
+        # one server, one database, migrated once to head
+        urls = {out.strip() for code, out, _ in outcomes if out.startswith("postgresql://")}
+        assert len(urls) == 1
+        with psycopg.connect(start_embedded(home), autocommit=True) as conn:
+            assert conn.execute("SELECT count(*) FROM pg_database WHERE datname = %s",
+                                [DATABASE_NAME]).fetchone()[0] == 1
+            assert db.current_revision(conn) == db.head_revision()
+    finally:
+        stop_embedded(home)
+        shutil.rmtree(home, ignore_errors=True)
