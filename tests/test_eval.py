@@ -297,7 +297,8 @@ def test_cli_eval_token_budget_and_out_of_corpus(db_url, embedder, eval_dir, tmp
     with pytest.raises(SystemExit):
         parser.parse_args(["eval", "--documents", "d", "--queries", "q", "--budgets", "256,x"])
     with pytest.raises(SystemExit):
-        parser.parse_args(["eval", "--documents", "d", "--queries", "q", "--token-budget", "0"])
+        parser.parse_args(["eval", "--documents", "d", "--queries", "q", "--token-budget", "-1"])
+    assert parser.parse_args(["eval", "--documents", "d", "--queries", "q", "--token-budget", "0"]).token_budget == "none"
     with pytest.raises(SystemExit):
         parser.parse_args(["eval", "--documents", "d", "--queries", "q", "--token-budget", "5",
                            "--budgets", "256"])

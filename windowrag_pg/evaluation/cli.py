@@ -50,7 +50,7 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--token-budget", type=token_budget_arg, default=None, metavar="N",
                         help="token budget of every query, for any preset (chunk baselines included): "
-                             "overrides the configuration's; 'none' for no budget")
+                             "overrides the configuration's; 0 or 'none': no budget")
     budget.add_argument("--budgets", type=budgets_arg, default=None, metavar="B1,B2,...",
                         help="a recall-vs-budget curve: the configuration once per token budget (one "
                              "ingestion, the same queries), one row per budget")
@@ -68,16 +68,16 @@ _NO_BUDGET = "none"
 
 
 def token_budget_arg(text: str) -> int | str:
-    """--token-budget: a positive integer, or 'none' (no budget)."""
+    """--token-budget: a positive integer, or 0 / 'none' for no budget (as `windowrag query`)."""
     if text.strip().lower() == _NO_BUDGET:
         return _NO_BUDGET
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--token-budget must be a positive integer or 'none', not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--token-budget must be a positive integer, not {value}")
-    return value
+        raise argparse.ArgumentTypeError(f"--token-budget must be an integer or 'none', not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"--token-budget must be positive (0: no budget), not {value}")
+    return value or _NO_BUDGET
 
 
 def budgets_arg(text: str) -> list[int]:

@@ -35,16 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..pipeline import SELECTIONS, PipelineOptions
 from ..segment.rse import RSEParams, get_params
 
 UNITS = ("sentence", "chunk")
-SELECTIONS = ("segments", "windows")
 # EvalConfig fields that are Pipeline options (the rest say what is stored or which searcher runs)
 PIPELINE_FIELDS = ("k", "window", "mode", "candidates", "rrf_k", "rerank", "rerank_candidates", "rerank_tokens",
                    "rerank_token_budget", "max_sentences", "rse", "token_budget", "clamp", "order", "selection",
-                   "min_relevance")
-# Pipeline options older pipelines do not know, with the value that means their behaviour
-_LEGACY_VALUES = {"selection": "windows", "min_relevance": None}
+                   "min_relevance", "sentence_floor", "radius")
 
 
 class ConfigError(ValueError):
@@ -106,6 +104,9 @@ class EvalConfig:
     # selection under the token budget (the library default once it exists)
     selection: str = "windows"
     min_relevance: float | None = None
+    # selection "segments" only: the price of a sentence, and how far from a hit it may be sent
+    sentence_floor: float = 0.0
+    radius: int = 6
     # False: the no-merge sentence-window baseline (each hit's window its own context)
     merge_windows: bool = True
 
@@ -138,22 +139,8 @@ class EvalConfig:
         return "pipeline" if self.merge_windows else "window_nomerge"
 
     def pipeline_options(self) -> dict[str, Any]:
-        """Keyword arguments of Pipeline.search (besides query and filters).
-
-        Options the installed pipeline does not know are left out when their value means what
-        it does anyway (selection "windows", no min_relevance); any other value is an error.
-        """
-        from ..pipeline import PipelineOptions
-
-        known = {f.name for f in dataclasses.fields(PipelineOptions)}
-        options = {name: getattr(self, name) for name in PIPELINE_FIELDS}
-        for name, legacy in _LEGACY_VALUES.items():
-            if name not in known:
-                if options[name] != legacy:
-                    raise ConfigError(f"config {self.name!r}: {name}={options[name]!r} needs a pipeline with "
-                                      f"PipelineOptions.{name}")
-                del options[name]
-        return options
+        """Keyword arguments of Pipeline.search (besides query and filters)."""
+        return {name: getattr(self, name) for name in PIPELINE_FIELDS}
 
     def replace(self, **changes: Any) -> EvalConfig:
         return dataclasses.replace(self, **changes)
@@ -171,10 +158,8 @@ SENTENCES = CollectionSettings()
 
 def library_defaults() -> dict[str, Any]:
     """PipelineOptions() as EvalConfig fields: what windowrag_pg.search does when told nothing."""
-    from ..pipeline import PipelineOptions
-
     defaults = PipelineOptions()
-    return {name: getattr(defaults, name) for name in PIPELINE_FIELDS if hasattr(defaults, name)}
+    return {name: getattr(defaults, name) for name in PIPELINE_FIELDS}
 
 
 PRESETS: dict[str, EvalConfig] = {
