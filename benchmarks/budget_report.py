@@ -227,6 +227,55 @@ def ooc_lines(ooc: dict[str, dict[str, dict]], curves: dict[str, dict[str, dict]
     return lines if len(lines) > 2 else []
 
 
+THRESHOLDS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6)
+
+
+def _relevance_below(row: dict, threshold: float) -> bool:
+    return row.get("relevance") is not None and row["relevance"] < threshold
+
+
+def calibration_lines(ooc: dict[str, dict[str, dict]], curves: dict[str, dict[str, dict]]) -> list[str]:
+    """min_relevance simulated from the rows (the pipeline abstains on relevance < min_relevance
+    and changes nothing else): out-of-corpus abstain rate against the in-corpus recall lost, per
+    threshold, at the out-of-corpus runs' budget. Needs runs without min_relevance."""
+    runs = [(collection_set, name, r) for collection_set in sorted(ooc) for name, r in ooc[collection_set].items()
+            if r.get("rows") and any(row.get("relevance") is not None for row in r["rows"])
+            and r.get("settings", {}).get("min_relevance") is None]
+    # the fixed grid, and where the out-of-corpus relevances lie (whatever the model's scale)
+    pooled = sorted(row["relevance"] for _, _, r in runs for row in r["rows"] if row.get("relevance") is not None)
+    quantiles = {round(pooled[min(len(pooled) - 1, int(q * len(pooled)))] + 0.001, 3)
+                 for q in (0.5, 0.75, 0.9, 0.95)} if pooled else set()
+    thresholds = sorted(set(THRESHOLDS) | quantiles)
+    lines = []
+    for name in ordered({name for _, name, _ in runs}):
+        mine = [(c, r) for c, n, r in runs if n == name]
+        home = []  # (set, metric, rows at the same budget)
+        for _, r in mine:
+            dataset = r.get("queries_dataset")
+            point = points(curves.get(dataset, {}).get(name, {})).get(r.get("token_budget"))
+            if point and point.get("rows"):
+                home.append((dataset, MAIN_METRIC.get(dataset, "hit@5"), point["rows"]))
+        head = ([f"abstain: {r.get('queries_dataset')} → {c}" for c, r in mine]
+                + [f"{d} {metric} (loss)" for d, metric, _ in home] + ["both targets"])
+        lines += [f"`{name}` at token budget {fmt(mine[0][1].get('token_budget'), ',')}:", "",
+                  "| min_relevance | " + " | ".join(head) + " |", "|---:|" + "---:|" * len(head)]
+        for threshold in thresholds:
+            abstains = [sum(row.get("abstain") == 1 or _relevance_below(row, threshold) for row in r["rows"])
+                        / len(r["rows"]) for _, r in mine]
+            cells = [fmt(a) for a in abstains]
+            losses = []
+            for _, metric, rows in home:
+                scored = [row for row in rows if row.get(metric) is not None]
+                before = sum(row[metric] for row in scored) / len(scored)
+                after = sum(0.0 if _relevance_below(row, threshold) else row[metric] for row in scored) / len(scored)
+                losses.append(before - after)
+                cells.append(f"{fmt(after)} (−{before - after:.3f})")
+            met = bool(home) and all(a >= 0.90 for a in abstains) and all(x <= 0.01 for x in losses)
+            lines.append(f"| {threshold:.3f} | " + " | ".join(cells) + f" | {'yes' if met else 'no'} |")
+        lines.append("")
+    return lines
+
+
 def plot(curves: dict[str, dict[str, dict]], path: Path) -> bool:
     try:
         import matplotlib
@@ -333,6 +382,11 @@ def section_lines() -> list[str]:
     table = ooc_lines(ooc, curves)
     if table:
         lines += ["### Out-of-corpus questions", ""] + table + [""]
+        calibration = calibration_lines(ooc, curves)
+        if calibration:
+            lines += ["Abstention threshold simulated from the same runs (the pipeline abstains when the "
+                      "best relevance is below `min_relevance` and changes nothing else; targets: abstain "
+                      "≥ 0.90 out of corpus, in-corpus loss ≤ 0.01):", ""] + calibration
     if plot(curves, DOCS / PLOT):
         lines += [f"![recall against token budget, per configuration]({PLOT})", ""]
     lines.append(END)

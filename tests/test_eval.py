@@ -294,6 +294,21 @@ def test_cli_eval_token_budget_and_out_of_corpus(db_url, embedder, eval_dir, tmp
     for row in result["rows"]:
         assert len({doc for doc, *_ in row["contexts"]}) == 1
         assert row["contexts"][0][0] in CONTRACT_DOCS
+    # abstention through the eval: a min_relevance no answer reaches abstains on every query
+    args = parser.parse_args(["--database-url", db_url, "eval", "--documents", str(contract_documents),
+                              "--queries", str(squad_queries), "--config", "full", "--limit", "3",
+                              "--min-relevance", "1", "--out-of-corpus", "scoped", "--json", "--rows"])
+    assert args.handler(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["settings"]["min_relevance"] == 1.0 and result["metrics"]["abstain_rate"] == 1.0
+    assert all(row["n_contexts"] == 0 and row["tokens"] == 0 for row in result["rows"])
+    assert all(0.0 <= row["relevance"] <= 1.0 for row in result["rows"])  # kept to calibrate from the rows
+    with pytest.raises(ConfigError, match="min_relevance"):
+        args = parser.parse_args(["--database-url", db_url, "eval", "--documents", str(contract_documents),
+                                  "--queries", str(squad_queries), "--config", "chunks256", "--min-relevance", "0.5"])
+        args.handler(args)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["eval", "--documents", "d", "--queries", "q", "--min-relevance", "1.5"])
     with pytest.raises(SystemExit):
         parser.parse_args(["eval", "--documents", "d", "--queries", "q", "--budgets", "256,x"])
     with pytest.raises(SystemExit):

@@ -54,6 +54,9 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     budget.add_argument("--budgets", type=budgets_arg, default=None, metavar="B1,B2,...",
                         help="a recall-vs-budget curve: the configuration once per token budget (one "
                              "ingestion, the same queries), one row per budget")
+    p.add_argument("--min-relevance", type=min_relevance_arg, default=None, metavar="P",
+                   help="abstain below this relevance (0-1), for any pipeline preset: overrides the "
+                        "configuration's; 'none': never abstain")
     p.add_argument("--out-of-corpus", choices=OUT_OF_CORPUS, default=None,
                    help="the queries are another set's, asked of these documents (their gold is dropped: "
                         "only the abstain rate counts): 'scoped' searches each in one document chosen by "
@@ -64,7 +67,7 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-_NO_BUDGET = "none"
+_NO_BUDGET = "none"  # --token-budget none / --min-relevance none
 
 
 def token_budget_arg(text: str) -> int | str:
@@ -78,6 +81,19 @@ def token_budget_arg(text: str) -> int | str:
     if value < 0:
         raise argparse.ArgumentTypeError(f"--token-budget must be positive (0: no budget), not {value}")
     return value or _NO_BUDGET
+
+
+def min_relevance_arg(text: str) -> float | str:
+    """--min-relevance: a number in [0, 1], or 'none'."""
+    if text.strip().lower() == _NO_BUDGET:
+        return _NO_BUDGET
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--min-relevance must be a number in [0, 1] or 'none', not {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"--min-relevance must be in [0, 1], not {value}")
+    return value
 
 
 def budgets_arg(text: str) -> list[int]:
@@ -103,6 +119,8 @@ def cmd_eval(args) -> int:
     config = get_config(args.config)
     if args.token_budget is not None:
         config = config.replace(token_budget=None if args.token_budget == _NO_BUDGET else args.token_budget)
+    if args.min_relevance is not None:
+        config = config.replace(min_relevance=None if args.min_relevance == _NO_BUDGET else args.min_relevance)
     common = dict(documents_path=args.documents, queries_path=args.queries, config=config, limit=args.limit,
                   seed=args.seed, progress=not args.json or sys.stderr.isatty(), keep_rows=args.rows,
                   out_of_corpus=args.out_of_corpus)

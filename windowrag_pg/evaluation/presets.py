@@ -117,6 +117,14 @@ class EvalConfig:
         if self.selection not in SELECTIONS:
             raise ConfigError(f"config {self.name!r}: selection must be one of {', '.join(SELECTIONS)}, "
                               f"not {self.selection!r}")
+        relevance = self.min_relevance
+        if relevance is not None:
+            if isinstance(relevance, bool) or not isinstance(relevance, (int, float)) or not 0 <= relevance <= 1:
+                raise ConfigError(f"config {self.name!r}: min_relevance must be a number in [0, 1] or null, "
+                                  f"not {relevance!r}")
+            if self.collection.unit == "chunk" or not self.merge_windows:
+                raise ConfigError(f"config {self.name!r}: min_relevance needs the pipeline (the chunk and "
+                                  "no-merge baselines never abstain)")
         if self.collection.unit == "chunk":
             if self.window != 0:
                 raise ConfigError(f"config {self.name!r}: a chunk collection needs window 0 "

@@ -376,8 +376,12 @@ def _run_queries(conn: psycopg.Connection, setup: _Setup, config: EvalConfig, *,
         tokens = setup.embedder.count_tokens([c.text for c in contexts]) if contexts else []
         section = (first_section(conn, collection=setup.ingest["collection"], config=config, context=contexts[0])
                    if contexts and query.get("gold") else None)
-        rows.append(score_query(query, contexts, tokens=tokens, timings_ms=timings, first_section=section,
-                                abstained=getattr(result, "abstained", None), token_budget=config.token_budget))
+        row = score_query(query, contexts, tokens=tokens, timings_ms=timings, first_section=section,
+                          abstained=getattr(result, "abstained", None), token_budget=config.token_budget)
+        # the pipeline's P(the corpus answers): any min_relevance can be simulated from the rows
+        relevance = result.trace.get("relevance")
+        row["relevance"] = float(relevance) if isinstance(relevance, (int, float)) else None
+        rows.append(row)
     return rows, time.perf_counter() - started
 
 
