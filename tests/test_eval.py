@@ -317,3 +317,50 @@ def test_cli_eval_token_budget_and_out_of_corpus(db_url, embedder, eval_dir, tmp
     with pytest.raises(SystemExit):
         parser.parse_args(["eval", "--documents", "d", "--queries", "q", "--token-budget", "5",
                            "--budgets", "256"])
+
+
+def test_budget_report_section_from_hand_made_runs(tmp_path, monkeypatch):
+    """benchmarks/budget_report.py on made-up curve files: tables, baseline gap, threshold table."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import budget_report
+
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setattr(budget_report, "OUT", out)
+    monkeypatch.setattr(budget_report, "DOCS", tmp_path)
+
+    def curve(config, hits, relevances):
+        points = []
+        for budget, hit in zip((256, 700), hits):
+            rows = [{"id": f"q{i}", "hit@5": float(i < round(hit * 10)), "relevance": rel, "abstain": 0.0}
+                    for i, rel in enumerate(relevances)]
+            points.append({"token_budget": budget, "rows": rows,
+                           "metrics": {"hit@5": hit, "hit@1": hit / 2, "tokens_mean": budget * 0.9,
+                                       "wrong_section@1": 0.1, "over_budget_rate": 0.0, "duplicated_tokens": 0}})
+        data = {"dataset": "squad-dev", "config": config, "n_queries": 10, "seed": 0, "curve": points}
+        (out / f"curve_squad-dev_{config}.json").write_text(json.dumps(data))
+
+    # at 700 tokens queries 0-6 are hits (one with relevance 0.3), 7-9 misses
+    in_corpus = [0.9, 0.8, 0.85, 0.7, 0.95, 0.6, 0.3, 0.9, 0.2, 0.1]
+    curve("full", (0.6, 0.7), in_corpus)
+    curve("chunks256", (0.5, 0.8), [None] * 10)
+    ooc = {"dataset": "contractnli-dev", "config": "full", "queries_dataset": "squad-dev", "out_of_corpus": "scoped",
+           "n_queries": 10, "token_budget": 700, "settings": {"min_relevance": None},
+           "metrics": {"abstain_rate": 0.0},
+           "rows": [{"id": f"o{i}", "abstain": 0.0, "relevance": 0.05 + 0.01 * i} for i in range(10)]}
+    (out / "ooc_contractnli-dev_full.json").write_text(json.dumps(ooc))
+
+    doc = tmp_path / "evaluation.md"
+    doc.write_text("# Retrieval quality\n\nprose before\n")
+    budget_report.write_section(doc)
+    budget_report.write_section(doc)  # again: the section is replaced, not added twice
+    text = doc.read_text()
+    assert text.count(budget_report.BEGIN) == 1 and text.startswith("# Retrieval quality\n\nprose before")
+    assert "| `chunks256` | 0.500 | 0.800 |" in text and "| `full` | 0.600 | 0.700 |" in text
+    assert "| **`full` − best baseline** | +0.100 | -0.100 |" in text
+    assert "| squad-dev | 700 | hit@5 | ≥ 0.96 | 0.700 | no |" in text
+    # every out-of-corpus relevance is below 0.15, every in-corpus hit above it: both targets met
+    assert "| 0.150 | 1.000 | 0.700 (−0.000) | yes |" in text
+    # at 0.35 the hit with relevance 0.3 would be abstained on: a loss of 0.1
+    assert "| 0.350 | 1.000 | 0.600 (−0.100) | no |" in text
+    assert (tmp_path / budget_report.PLOT).exists() == (f"]({budget_report.PLOT})" in text)
