@@ -1,4 +1,4 @@
-"""Recall against token budget: every configuration at the same budgets → docs/evaluation.md.
+r"""Recall against token budget: every configuration at the same budgets → docs/evaluation.md.
 
     python benchmarks/budget_report.py --run            # run the missing curves, then the report
     python benchmarks/budget_report.py                  # rewrite the section from benchmarks/out/
@@ -12,7 +12,8 @@ into benchmarks/out/curve_<set>_<config>.json (one ingestion, the same queries a
 and the out-of-corpus runs (SQuAD questions asked of the contracts, each within one contract;
 contract hypotheses asked of the SQuAD articles; with --ooc-handbook SQuAD questions asked of the
 handbook too) at the library's default budget into
-benchmarks/out/ooc_<collection set>_<config>.json. Files already there are kept (--force re-runs).
+benchmarks/out/ooc_<collection set>_<config>.json. A file is kept while its configuration (as the
+code defines it now), sample and budgets are unchanged (--force re-runs anyway).
 
 The report is the section between the markers BEGIN/END below in docs/evaluation.md (added at
 the end when missing); benchmarks/eval_report.py writes the same section when it rewrites the
@@ -94,32 +95,46 @@ def windowrag_eval(arguments: list[str], path: Path, *, home: str) -> None:
     print(f"  → {path.name} ({time.time() - started:.0f}s; {result['uptime']})", file=sys.stderr)
 
 
+def up_to_date(path: Path, config: str, **expected) -> bool:
+    """PATH holds a run of CONFIG as the code defines it now, with the EXPECTED limit, seed, ..."""
+    from windowrag_pg.evaluation.presets import get_config
+
+    if not path.exists():
+        return False
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return False
+    settings = json.loads(json.dumps(get_config(config).as_dict(), default=str))
+    return data.get("settings") == settings and all(data.get(k) == v for k, v in expected.items())
+
+
 def set_files(dataset: str) -> list[str]:
     return ["--documents", str(EVAL_DIR / dataset / "documents.jsonl"),
             "--queries", str(EVAL_DIR / dataset / "queries.jsonl")]
 
 
-def limit_arguments(dataset: str, args) -> list[str]:
-    limit = args.squad_limit if dataset == "squad-dev" else args.contract_limit
-    return ["--limit", str(limit)] if limit else []
+def limit_for(dataset: str, args) -> int | None:
+    return (args.squad_limit if dataset == "squad-dev" else args.contract_limit) or None
 
 
 def run(args) -> None:
     budgets = ",".join(str(b) for b in args.budgets)
     for config in args.configs:
         for dataset in args.datasets:
-            path = curve_path(dataset, config)
-            if path.exists() and not args.force:
-                print(f"  {path.name}: kept", file=sys.stderr)
+            path, limit = curve_path(dataset, config), limit_for(dataset, args)
+            if not args.force and up_to_date(path, config, limit=limit, seed=args.seed, budgets=args.budgets):
+                print(f"  {path.name}: up to date, kept", file=sys.stderr)
                 continue
             windowrag_eval(set_files(dataset) + ["--config", config, "--budgets", budgets, "--seed", str(args.seed)]
-                           + limit_arguments(dataset, args), path, home=args.home)
+                           + (["--limit", str(limit)] if limit else []), path, home=args.home)
             write_section()
     for config in args.ooc_configs:
         for queries_set, collection_set, scope in OUT_OF_CORPUS + ((HANDBOOK,) if args.ooc_handbook else ()):
             path = ooc_path(collection_set, config)
-            if path.exists() and not args.force:
-                print(f"  {path.name}: kept", file=sys.stderr)
+            if not args.force and up_to_date(path, config, limit=args.ooc_limit, seed=args.seed, out_of_corpus=scope,
+                                              queries_dataset=queries_set):
+                print(f"  {path.name}: up to date, kept", file=sys.stderr)
                 continue
             arguments = ["--documents", str(EVAL_DIR / collection_set / "documents.jsonl"),
                          "--queries", str(EVAL_DIR / queries_set / "queries.jsonl"), "--config", config,
