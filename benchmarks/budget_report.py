@@ -34,7 +34,7 @@ from eval_report import DOCS, EVAL_DIR, MAIN_METRIC, OUT, fmt, paired_bootstrap,
 DATASETS = ("squad-dev", "contractnli-dev")
 BUDGETS = (256, 512, 700, 1024, 1200, 1536, 2048)
 BASELINES = ("chunks512", "chunks256", "window_nomerge")
-CONFIGS = ("full", "windows") + BASELINES
+CONFIGS = ("full", "full_no_abstain", "windows") + BASELINES
 # (queries of, asked of the collection of, scope): nothing in the collection answers them
 OUT_OF_CORPUS = (("squad-dev", "contractnli-dev", "scoped"), ("contractnli-dev", "squad-dev", "unscoped"))
 HANDBOOK = ("squad-dev", "handbook", "unscoped")  # --ooc-handbook (837 documents to ingest first)
@@ -42,7 +42,8 @@ HANDBOOK = ("squad-dev", "handbook", "unscoped")  # --ooc-handbook (837 document
 TARGETS = (("squad-dev", 700, "hit@5", 0.96), ("contractnli-dev", 1200, "evidence_recall@5", 0.95))
 # paired comparisons at equal tokens: (without, with, what the second adds); pairs whose files
 # are missing are left out, so ablation configurations can be added with --configs FILE.json
-PAIRS = (("windows", "full", "value-based selection instead of fixed ±3 windows"),)
+PAIRS = (("windows", "full", "value-based selection instead of fixed ±3 windows"),
+         ("full_no_abstain", "full", "abstention (min_relevance)"))
 BEGIN, END = "<!-- budget-curves:begin -->", "<!-- budget-curves:end -->"
 PLOT = "eval_recall_vs_budget.png"
 
@@ -251,29 +252,35 @@ def _relevance_below(row: dict, threshold: float) -> bool:
     return row.get("relevance") is not None and row["relevance"] < threshold
 
 
+def _min_relevance(result: dict) -> float:
+    return (result.get("settings") or {}).get("min_relevance") or 0.0
+
+
 def calibration_lines(ooc: dict[str, dict[str, dict]], curves: dict[str, dict[str, dict]]) -> list[str]:
-    """min_relevance simulated from the rows (the pipeline abstains on relevance < min_relevance
-    and changes nothing else): out-of-corpus abstain rate against the in-corpus recall lost, per
-    threshold, at the out-of-corpus runs' budget. Needs runs without min_relevance."""
-    runs = [(collection_set, name, r) for collection_set in sorted(ooc) for name, r in ooc[collection_set].items()
-            if r.get("rows") and any(row.get("relevance") is not None for row in r["rows"])
-            and r.get("settings", {}).get("min_relevance") is None]
-    # the fixed grid, and where the out-of-corpus relevances lie (whatever the model's scale)
-    pooled = sorted(row["relevance"] for _, _, r in runs for row in r["rows"] if row.get("relevance") is not None)
-    quantiles = {round(pooled[min(len(pooled) - 1, int(q * len(pooled)))] + 0.001, 3)
-                 for q in (0.5, 0.75, 0.9, 0.95)} if pooled else set()
-    thresholds = sorted(set(THRESHOLDS) | quantiles)
+    """min_relevance simulated from the rows: the pipeline abstains when the best relevance is
+    below min_relevance and changes nothing else, so a run's rows tell what any HIGHER threshold
+    would have done. Out of corpus: the runs of each configuration; in corpus: its curve at the
+    same budget, from `<config>_no_abstain` when that was run (every threshold can then be
+    simulated and the loss is against no abstention), else its own (thresholds from its own up)."""
     lines = []
-    for name in ordered({name for _, name, _ in runs}):
-        mine = [(c, r) for c, n, r in runs if n == name]
-        home = []  # (set, metric, rows at the same budget)
+    for name in ordered({n for res in ooc.values() for n in res}):
+        mine = [(c, ooc[c][name]) for c in sorted(ooc) if name in ooc[c] and ooc[c][name].get("rows")]
+        if not mine or not any(row.get("relevance") is not None for _, r in mine for row in r["rows"]):
+            continue
+        home, floor = [], max(_min_relevance(r) for _, r in mine)
         for _, r in mine:
-            dataset = r.get("queries_dataset")
-            point = points(curves.get(dataset, {}).get(name, {})).get(r.get("token_budget"))
+            dataset, budget = r.get("queries_dataset"), r.get("token_budget")
+            source = curves.get(dataset, {}).get(f"{name}_no_abstain") or curves.get(dataset, {}).get(name, {})
+            point = points(source).get(budget)
             if point and point.get("rows"):
-                home.append((dataset, MAIN_METRIC.get(dataset, "hit@5"), point["rows"]))
+                floor = max(floor, _min_relevance(source))
+                home.append((dataset, MAIN_METRIC.get(dataset, "hit@5"), source["config"], point["rows"]))
+        # the fixed grid, the runs' own threshold, and where the out-of-corpus relevances lie
+        pooled = sorted(row["relevance"] for _, r in mine for row in r["rows"] if row.get("relevance") is not None)
+        quantiles = {round(pooled[min(len(pooled) - 1, int(q * len(pooled)))] + 0.001, 3) for q in (0.5, 0.75, 0.9, 0.95)}
+        thresholds = sorted(t for t in set(THRESHOLDS) | quantiles | {floor} if t >= floor)
         head = ([f"abstain: {r.get('queries_dataset')} → {c}" for c, r in mine]
-                + [f"{d} {metric} (loss)" for d, metric, _ in home] + ["both targets"])
+                + [f"{d} {metric} (`{source}`; loss)" for d, metric, source, _ in home] + ["both targets"])
         lines += [f"`{name}` at token budget {fmt(mine[0][1].get('token_budget'), ',')}:", "",
                   "| min_relevance | " + " | ".join(head) + " |", "|---:|" + "---:|" * len(head)]
         for threshold in thresholds:
@@ -281,7 +288,7 @@ def calibration_lines(ooc: dict[str, dict[str, dict]], curves: dict[str, dict[st
                         / len(r["rows"]) for _, r in mine]
             cells = [fmt(a) for a in abstains]
             losses = []
-            for _, metric, rows in home:
+            for _, metric, _, rows in home:
                 scored = [row for row in rows if row.get(metric) is not None]
                 before = sum(row[metric] for row in scored) / len(scored)
                 after = sum(0.0 if _relevance_below(row, threshold) else row[metric] for row in scored) / len(scored)

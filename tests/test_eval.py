@@ -96,7 +96,7 @@ def test_sample_is_nested_and_fixed():
 
 def test_presets_and_json_configs(tmp_path):
     assert list(PRESETS) == ["chunks512", "chunks256", "window_nomerge", "sentence", "window", "hybrid", "rerank",
-                             "rse", "windows", "full"]
+                             "rse", "windows", "full_no_abstain", "full"]
     assert PRESETS["chunks512"].collection.collection_name("squad-dev") == "eval_squad-dev_chunks512"
     assert PRESETS["window"].collection.collection_name("squad-dev") == "eval_squad-dev_sentence"
     path = tmp_path / "mine.json"
@@ -196,6 +196,9 @@ def test_full_preset_is_the_library_defaults():
     windows = PRESETS["windows"]
     assert (windows.selection, windows.window, windows.mode, windows.candidates) == ("windows", 3, "hybrid", 20)
     assert windows.token_budget == defaults.token_budget and not windows.rerank and windows.rse is None
+    no_abstain = PRESETS["full_no_abstain"]
+    assert no_abstain.min_relevance is None and no_abstain.replace(min_relevance=full.min_relevance) == full.replace(
+        name=no_abstain.name, description=no_abstain.description)
 
 
 def test_budget_and_baseline_config_validation():
@@ -255,7 +258,7 @@ def test_cli_eval_budget_curve_json(db_url, embedder, eval_dir, tmp_path, capsys
         assert set(METRIC_KEYS) <= set(metrics) and "wrong_section@1" in metrics
         assert metrics["over_budget_rate"] == 0.0
         assert all(row["tokens"] <= budget for row in point["rows"])
-        assert all(1 <= row["n_contexts"] <= 5 for row in point["rows"])
+        assert all(1 <= row["n_contexts"] <= 5 or row["abstain"] == 1.0 for row in point["rows"])
         assert 0.0 <= metrics["wrong_section@1"] <= 1.0
     small, large = (p["metrics"] for p in result["curve"])
     assert small["tokens_mean"] < large["tokens_mean"]
@@ -345,7 +348,7 @@ def test_budget_report_section_from_hand_made_runs(tmp_path, monkeypatch):
     curve("full", (0.6, 0.7), in_corpus)
     curve("chunks256", (0.5, 0.8), [None] * 10)
     ooc = {"dataset": "contractnli-dev", "config": "full", "queries_dataset": "squad-dev", "out_of_corpus": "scoped",
-           "n_queries": 10, "token_budget": 700, "settings": {"min_relevance": None},
+           "n_queries": 10, "token_budget": 700, "settings": {"min_relevance": 0.1},
            "metrics": {"abstain_rate": 0.0},
            "rows": [{"id": f"o{i}", "abstain": 0.0, "relevance": 0.05 + 0.01 * i} for i in range(10)]}
     (out / "ooc_contractnli-dev_full.json").write_text(json.dumps(ooc))
@@ -363,4 +366,6 @@ def test_budget_report_section_from_hand_made_runs(tmp_path, monkeypatch):
     assert "| 0.150 | 1.000 | 0.700 (−0.000) | yes |" in text
     # at 0.35 the hit with relevance 0.3 would be abstained on: a loss of 0.1
     assert "| 0.350 | 1.000 | 0.600 (−0.100) | no |" in text
+    # below the run's own min_relevance nothing can be simulated: the table starts there
+    assert "| 0.100 | " in text and "| 0.050 |" not in text
     assert (tmp_path / budget_report.PLOT).exists() == (f"]({budget_report.PLOT})" in text)

@@ -13,6 +13,7 @@ gain or loss:
     rerank                  + cross-encoder over the top 20 windows
     rse                     + Relevant Segment Extraction (trims windows to their relevant core)
     windows                 the library defaults with fixed merged windows (selection="windows")
+    full_no_abstain         the library defaults without abstention (min_relevance null)
     full                    the library defaults: PipelineOptions() field by field
 
 Every preset takes a token budget (``token_budget``; ``windowrag eval --token-budget N`` or
@@ -192,6 +193,10 @@ PRESETS: dict[str, EvalConfig] = {
     "windows": EvalConfig("windows", "library defaults with fixed merged windows: hybrid, window 3, 20 candidates",
                           **{**library_defaults(), "selection": "windows", "window": 3, "mode": "hybrid",
                              "candidates": 20, "rerank": False, "rse": None, "min_relevance": None}),
+    # The defaults without abstention: `full_no_abstain` against `full` is what abstaining costs
+    # in-corpus, and its rows let any min_relevance be simulated (benchmarks/budget_report.py).
+    "full_no_abstain": EvalConfig("full_no_abstain", "the library defaults without abstention (min_relevance null)",
+                                  **{**library_defaults(), "min_relevance": None}),
     # Whatever windowrag_pg.search does by default (a test holds them equal field by field).
     "full": EvalConfig("full", "the library defaults (PipelineOptions())", **library_defaults()),
 }
