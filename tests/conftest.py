@@ -104,7 +104,7 @@ def contractnli_collection(db_url, embedder, eval_dir) -> str:
 
 
 SAMPLE_QUERIES = ["How much does the company pay of the dental plan?", "What is the learning budget?",
-                  "How do I report a security incident?", "parental leave", "rotate signing keys"]
+                  "How do I report a security incident?", "parental leave", "security keys for the cloud console"]
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ def test_search_options_are_checked_by_name_and_value():
                                                                                  "rerank": True}
     with pytest.raises(QueryError, match="unknown search option.*similarity_top_k"):
         check_search_options({"similarity_top_k": 3})
-    with pytest.raises(QueryError, match="rerank_tokens must be an integer"):
+    with pytest.raises(QueryError, match="rerank_tokens must be"):
         check_search_options({"rerank_tokens": -1})
 
 

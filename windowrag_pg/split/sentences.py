@@ -99,7 +99,7 @@ def block_spans(text: str, block: Block, max_unit_chars: int) -> list[Span]:
 
 # Bling Fire's buffers take ~18 bytes per input byte, so a paragraph longer than this (a
 # megabytes-long line without breaks) is scanned in pieces cut at whitespace.
-SENTENCE_SCAN_CHARS = 65_536
+SENTENCE_SCAN_CHARS = 64_000  # a multiple of the default 2,000-character unit cap: hard cuts fall as in one pass
 
 
 def sentence_spans(text: str, start: int, end: int) -> list[Span]:
