@@ -446,7 +446,7 @@ def write_report(args) -> None:
              "answer string occurs in one of them; **evidence recall@5**: share of gold characters inside the 5 "
              "contexts; **MRR**: 1/rank of the first context holding a gold span; **tokens**: the contexts' text "
              "counted by the BGE tokenizer (no special tokens), summed over the contexts; **dup. tokens**: tokens of text sent "
-             "twice (must be 0); **latency**: the whole query (embed + SQL + fetch + rerank + RSE + assemble), warm, "
+             "twice (must be 0, but for the `window_nomerge` baseline, which repeats text by design); **latency**: the whole query (embed + SQL + fetch + rerank + RSE + assemble), warm, "
              "measured on a 2-core machine shared with other jobs (load average in the last column).",
              "- Chunk baselines (`chunks512`, `chunks256`): the document text cut into consecutive 512/256-token "
              "windows of the BGE tokenizer (no overlap, cut at word starts), dense top-5 chunks, each sent as is.",
@@ -477,6 +477,9 @@ def write_report(args) -> None:
     if plot(results, DOCS / "eval_hit_vs_tokens.png"):
         lines += ["## Quality against tokens sent", "", "![hit@5 (SQuAD) / evidence recall@5 (ContractNLI) "
                   "against tokens sent](eval_hit_vs_tokens.png)", ""]
+    from budget_report import section_lines  # the equal-budget curves (benchmarks/budget_report.py)
+
+    lines += section_lines() + [""]
     lines += sweep_section(args)
     lines += ["## Configurations", "", "| preset | what |", "|---|---|"]
     lines += [f"| `{n}` | {c.description} |" for n, c in PRESETS.items()]

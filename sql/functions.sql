@@ -1,8 +1,9 @@
 -- Retrieval functions, callable from psql and used by the Python API (one implementation).
--- The current definitions, installed by migration 0005. Migrations replay history, so a change
--- here needs a new migration that re-applies this file and freezes the version it replaces for
--- its downgrade (as sql/functions_0002.sql and sql/functions_0004.sql hold what 0002 and 0004
--- installed).
+-- The live definitions, installed by the newest migration that re-applies this file (0009:
+-- 0006's with the limit checks of sql/limits.sql on each function's first line).
+-- Migrations replay history, so a change here needs a new migration that re-applies this file,
+-- and a frozen copy of the version it replaces beside that migration's predecessor
+-- (migrations/versions/NNNN_functions.sql) for its downgrade.
 --
 --   windowrag.bm25_search(collection, query_text, n)                 true Okapi BM25 over sentences
 --   windowrag.dense_search(collection, query_embedding, n)           cosine top-n through HNSW
@@ -10,6 +11,8 @@
 --   windowrag.search_windows(collection, query_text, query_embedding, k, window_size)
 --                                                                    merged, clamped windows
 --   windowrag.sentence_window(sentence_id, window_size)              the window of one sentence
+--   windowrag.candidate_sentences(collection, query_text, query_embedding)
+--                                  every sentence near the fused hits, with its own signals
 
 CREATE OR REPLACE FUNCTION windowrag.collection_id(collection text) RETURNS integer
 LANGUAGE plpgsql STABLE AS $$
@@ -59,6 +62,7 @@ DECLARE
     n_sentences float8;
     avg_length float8;
 BEGIN
+    PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, n => n);
     SELECT c.ts_config INTO config FROM windowrag.collections c WHERE c.id = cid;
     lexemes := windowrag.query_lexemes(config, query_text);
     SELECT s.n_sentences, s.total_length::float8 / nullif(s.n_sentences, 0)
@@ -157,6 +161,7 @@ DECLARE
     dim integer;
     filter_clause text := '';
 BEGIN
+    PERFORM windowrag.check_search_limits(n => n, ef_search => ef_search);
     IF n <= 0 THEN
         RETURN;
     END IF;
@@ -195,6 +200,7 @@ RETURNS TABLE (sentence_id bigint, dense_rank integer, bm25_rank integer, rrf_sc
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 BEGIN
+    PERFORM windowrag.check_search_limits(query_text => query_text, n => n, ef_search => ef_search, rrf_k => rrf_k);
     IF mode NOT IN ('hybrid', 'dense', 'bm25') THEN
         RAISE EXCEPTION 'windowrag: mode must be hybrid, dense or bm25, not %', quote_literal(mode)
             USING ERRCODE = 'invalid_parameter_value';
@@ -259,6 +265,7 @@ DECLARE
     new_hi integer;
     absorbed integer;
 BEGIN
+    PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, k => k, window_size => window_size, candidates => candidates, ef_search => ef_search, max_sentences => max_sentences, rrf_k => rrf_k);
     IF clamp NOT IN ('section', 'document') THEN
         RAISE EXCEPTION 'windowrag: clamp must be section or document, not %', quote_literal(clamp)
             USING ERRCODE = 'invalid_parameter_value';
@@ -381,6 +388,7 @@ CREATE OR REPLACE FUNCTION windowrag.sentence_window(
 RETURNS TABLE (document_id bigint, external_id text, section_path text[], first_ordinal integer,
                last_ordinal integer, start_char integer, end_char integer, text text)
 LANGUAGE sql STABLE AS $$
+    SELECT windowrag.check_search_limits(window_size => window_size);
     WITH hit AS (
         SELECT s.document_id, s.ordinal,
                greatest(s.ordinal - window_size,
@@ -400,3 +408,99 @@ LANGUAGE sql STABLE AS $$
     JOIN windowrag.sentences a ON a.document_id = h.document_id AND a.ordinal = h.lo
     JOIN windowrag.sentences z ON z.document_id = h.document_id AND z.ordinal = h.hi
 $$;
+
+-- Every sentence that could be sent, with its own relevance signals: the neighbourhood
+-- (± radius, clamped to the section or document) of each of the best `candidates` fused hits,
+-- once each, in document order. Per sentence: its cosine similarity to the query (its own
+-- embedding, hit or not), its BM25 score, the query lexemes it holds (with their idf), and its
+-- fused/dense/BM25 ranks when it is a hit. Selection (which runs to send under a token budget)
+-- happens in Python over these rows (windowrag_pg/segment/select.py).
+CREATE OR REPLACE FUNCTION windowrag.candidate_sentences(
+    collection text, query_text text, query_embedding vector,
+    candidates integer DEFAULT 20, radius integer DEFAULT 5, mode text DEFAULT 'hybrid',
+    clamp text DEFAULT 'section', rrf_k integer DEFAULT 60,
+    dense_weight float8 DEFAULT 1.0, bm25_weight float8 DEFAULT 1.0,
+    document_ids bigint[] DEFAULT NULL, ef_search integer DEFAULT 100,
+    k1 float8 DEFAULT 1.2, b float8 DEFAULT 0.75)
+RETURNS TABLE (
+    document_id bigint, external_id text, title text, section_id bigint, section_path text[],
+    ordinal integer, start_char integer, end_char integer, token_count integer, page integer,
+    cosine float8, window_cosine float8, bm25 float8, matched_terms text[], matched_idf float8[],
+    fused_rank integer, dense_rank integer, bm25_rank integer, rrf_score float8, query_idf float8)
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+    cid integer := windowrag.collection_id(collection);
+    config regconfig;
+    lexemes text[];
+    n_sentences float8;
+    avg_length float8;
+    total_idf float8;
+BEGIN
+    PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, candidates => candidates, ef_search => ef_search, rrf_k => rrf_k);
+    IF clamp NOT IN ('section', 'document') THEN
+        RAISE EXCEPTION 'windowrag: clamp must be section or document, not %', quote_literal(clamp)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF candidates <= 0 OR radius < 0 THEN
+        RAISE EXCEPTION 'windowrag: candidates must be positive and radius non-negative (got %, %)', candidates, radius
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT c.ts_config INTO config FROM windowrag.collections c WHERE c.id = cid;
+    lexemes := windowrag.query_lexemes(config, query_text);
+    SELECT s.n_sentences, greatest(s.total_length::float8 / nullif(s.n_sentences, 0), 1.0)
+      INTO n_sentences, avg_length
+      FROM windowrag.bm25_stats s WHERE s.collection_id = cid;
+    -- the idf mass of the whole query; a lexeme the collection never holds counts as the rarest
+    -- (the share of it that a sentence matches says how well the corpus can answer at all)
+    SELECT sum(ln(1 + (n_sentences - coalesce(t.df, 0) + 0.5) / (coalesce(t.df, 0) + 0.5)))
+      INTO total_idf
+      FROM unnest(lexemes) l LEFT JOIN windowrag.bm25_terms t ON t.collection_id = cid AND t.lexeme = l;
+    RETURN QUERY
+    WITH hits AS (
+        SELECT h.sentence_id, h.rank, h.dense_rank, h.bm25_rank, h.rrf_score, s.document_id, s.ordinal,
+               CASE WHEN clamp = 'section' THEN sec.first_sentence ELSE 0 END AS bound_lo,
+               CASE WHEN clamp = 'section' THEN sec.last_sentence ELSE d.sentence_count - 1 END AS bound_hi
+        FROM windowrag.hybrid_search(collection, query_text, query_embedding, candidates, mode, rrf_k,
+                                     dense_weight, bm25_weight, document_ids, ef_search, k1, b) h
+        JOIN windowrag.sentences s ON s.id = h.sentence_id
+        JOIN windowrag.sections sec ON sec.id = s.section_id
+        JOIN windowrag.documents d ON d.id = s.document_id
+        WHERE h.rank <= candidates
+    ), around AS (
+        SELECT DISTINCT h.document_id, o AS ordinal
+        FROM hits h, generate_series(greatest(h.ordinal - radius, h.bound_lo),
+                                     least(h.ordinal + radius, h.bound_hi)) o
+    ), q AS (
+        SELECT t.lexeme, ln(1 + (n_sentences - t.df + 0.5) / (t.df + 0.5)) AS idf
+        FROM windowrag.bm25_terms t
+        WHERE t.collection_id = cid AND t.lexeme = ANY (lexemes)
+    )
+    , cand AS (
+        -- the sentence with its two neighbours, as one mean vector: the sentence in context
+        SELECT s.*, avg(s.embedding) OVER (PARTITION BY s.document_id, s.section_id ORDER BY s.ordinal
+                                          ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS window_embedding
+        FROM around a
+        JOIN windowrag.sentences s ON s.document_id = a.document_id AND s.ordinal = a.ordinal
+    )
+    SELECT s.document_id, d.external_id, d.title, s.section_id, sec.heading_path,
+           s.ordinal, s.start_char, s.end_char, s.token_count, s.page,
+           CASE WHEN query_embedding IS NULL THEN NULL
+                ELSE 1 - (s.embedding <=> query_embedding)::float8 END,
+           CASE WHEN query_embedding IS NULL THEN NULL
+                ELSE 1 - (s.window_embedding <=> query_embedding)::float8 END,
+           coalesce(m.score, 0), coalesce(m.terms, '{}'), coalesce(m.idfs, '{}'),
+           h.rank, h.dense_rank, h.bm25_rank, h.rrf_score, total_idf
+    FROM cand s
+    JOIN windowrag.sections sec ON sec.id = s.section_id
+    JOIN windowrag.documents d ON d.id = s.document_id
+    LEFT JOIN hits h ON h.sentence_id = s.id
+    LEFT JOIN LATERAL (
+        SELECT round(sum(q.idf * windowrag.bm25_term_weight(cardinality(u.positions), s.bm25_length,
+                                                            avg_length, k1, b))::numeric, 9)::float8 AS score,
+               array_agg(q.lexeme ORDER BY q.lexeme) AS terms,
+               array_agg(q.idf ORDER BY q.lexeme) AS idfs
+        FROM unnest(s.tsv) u JOIN q ON q.lexeme = u.lexeme
+    ) m ON true
+    ORDER BY s.document_id, s.ordinal;
+END $$;

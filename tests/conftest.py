@@ -101,3 +101,26 @@ def contractnli_collection(db_url, embedder, eval_dir) -> str:
             iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))
     assert not report.errors, report.errors
     return name
+
+
+SAMPLE_QUERIES = ["How much does the company pay of the dental plan?", "What is the learning budget?",
+                  "How do I report a security incident?", "parental leave", "rotate signing keys"]
+
+
+@pytest.fixture(scope="session")
+def samples_collection(db_url, embedder) -> str:
+    """The two bundled sample documents (handbook, security practices), ingested once."""
+    from importlib import resources
+
+    from windowrag_pg.db.connection import connect
+    from windowrag_pg.ingest import Ingestor
+    from windowrag_pg.sources import SourceDocument
+
+    folder = resources.files("windowrag_pg.samples")
+    documents = [SourceDocument(external_id=name, format="markdown", text=(folder / name).read_text(encoding="utf-8"))
+                 for name in ("handbook.md", "security.md")]
+    name = "samples_session"
+    with connect(db_url, autocommit=True) as connection:
+        report = Ingestor(connection, collection=name, embedder=embedder).ingest(documents)
+    assert not report.errors, report.errors
+    return name

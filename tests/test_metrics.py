@@ -16,6 +16,7 @@ from windowrag_pg.evaluation.metrics import (
     normalize_answer_text,
     percentile,
     reciprocal_rank,
+    wrong_section_at_1,
 )
 
 
@@ -190,3 +191,87 @@ def test_spans_validate_their_ranges():
         ContextSpan("a", 10, 5, "")
     with pytest.raises(ValueError):
         GoldSpan("a", -1, 5)
+
+
+# --- wrong_section@1 ---------------------------------------------------------------------------
+
+
+def test_wrong_section_at_1_on_hand_made_sections():
+    # document "a": sections [0, 100) and [100, 250); the gold sits in the second
+    gold = [GoldSpan("a", 120, 140)]
+    assert wrong_section_at_1(ctx("a", 100, 250), gold) == 0.0
+    assert wrong_section_at_1(ctx("a", 0, 100), gold) == 1.0
+    # right section of the wrong document
+    assert wrong_section_at_1(ctx("b", 100, 250), gold) == 1.0
+    # a gold span across the boundary is held by both sections it touches
+    across = [GoldSpan("a", 90, 110)]
+    assert wrong_section_at_1(ctx("a", 0, 100), across) == 0.0
+    assert wrong_section_at_1(ctx("a", 100, 250), across) == 0.0
+    # touching is not holding: [100, 250) shares no character with [80, 100)
+    assert wrong_section_at_1(ctx("a", 100, 250), [GoldSpan("a", 80, 100)]) == 1.0
+    # an empty gold span counts by its position; any gold span held is enough
+    assert wrong_section_at_1(ctx("a", 100, 250), [GoldSpan("a", 150, 150)]) == 0.0
+    assert wrong_section_at_1(ctx("a", 0, 100), [GoldSpan("b", 5, 9), GoldSpan("a", 5, 9)]) == 0.0
+    # no section info: the whole document stands for the section
+    assert wrong_section_at_1(ctx("a", 0, 2**31 - 1), gold) == 0.0
+    # not measurable: no gold, or nothing returned
+    assert wrong_section_at_1(ctx("a", 0, 100), []) is None
+    assert wrong_section_at_1(None, gold) is None
+
+
+# --- token budget of the baselines (evaluation/budget.py) ---------------------------------------
+
+
+def test_tokens_to_keep_fills_in_rank_order_and_cuts_the_first_that_does_not_fit():
+    from windowrag_pg.evaluation.budget import tokens_to_keep
+
+    assert tokens_to_keep([100, 200, 300], 1000) == [100, 200, 300]
+    assert tokens_to_keep([100, 200, 300], 350) == [100, 200, 50]
+    assert tokens_to_keep([100, 200, 300], 300) == [100, 200, 0]
+    assert tokens_to_keep([500, 10], 256) == [256, 0]  # not "skip the big one, take the small"
+    assert tokens_to_keep([5, 7], None) == [5, 7]
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError):
+            tokens_to_keep([1], bad)
+
+
+def _contexts(texts, doc_text):
+    from windowrag_pg.assemble.context import AssembledContext, Citation
+
+    out = []
+    for start, end in texts:
+        citation = Citation(document_id="d", title=None, section_path=(), start_char=start, end_char=end,
+                            first_ordinal=0, last_ordinal=0)
+        out.append(AssembledContext(citation=citation, text=doc_text[start:end], score=1.0, token_count=0,
+                                    document_key=1))
+    return out
+
+
+DOC = ("The unbelievably overcomplicated tokenization of antidisestablishmentarianism, "
+       "e.g. résumé-writing (v2.0), isn't trivial!  Hyphen-ated words—and em dashes—split oddly. "
+       "Numbers like 3.14159 and 1,000,000 too.") * 3
+
+
+@pytest.mark.parametrize("budget", [1, 7, 23, 40, 64, 100, 1000])
+def test_cut_contexts_never_exceeds_the_budget_and_cuts_at_a_token_boundary(embedder, budget):
+    from windowrag_pg.evaluation.budget import cut_contexts
+
+    ranges = [(0, 160), (90, 300), (300, len(DOC))]  # overlapping, as no-merge windows are
+    contexts = _contexts(ranges, DOC)
+    whole = embedder.count_tokens([c.text for c in contexts])
+    kept = cut_contexts(contexts, budget=budget, token_offsets=embedder.token_offsets)
+    counted = embedder.count_tokens([c.text for c in kept]) if kept else []
+    assert sum(counted) <= budget
+    assert [c.token_count for c in kept] == counted  # the reported count is the tokenizer's
+    assert sum(counted) == min(budget, sum(whole))  # fills the budget: nothing left unused
+    for i, (context, original) in enumerate(zip(kept, contexts)):
+        # a prefix of the original, its citation still the document's characters
+        assert original.text.startswith(context.text)
+        assert context.citation.start_char == original.citation.start_char
+        assert DOC[context.citation.start_char:context.citation.end_char] == context.text
+        if len(context.text) < len(original.text):
+            assert i == len(kept) - 1  # only the last one is cut
+            # at a token boundary: the cut ends where a token of the original ends
+            ends = [end for _, end in embedder.token_offsets(original.text)]
+            assert len(context.text) in ends
+    assert cut_contexts(contexts, budget=None, token_offsets=embedder.token_offsets) == contexts

@@ -101,3 +101,55 @@ def test_cli_json_has_trace_and_explain_renders(db_url, squad_article):
     shown = subprocess.run(base + ["--explain", "--rerank", "--rse", "balanced"], capture_output=True, text=True, check=True,
                            timeout=300, env={**__import__("os").environ, "COLUMNS": "160"}).stdout
     assert "1. Retrieval" in shown and "2. Rerank" in shown and "3. RSE" in shown and "timings:" in shown
+
+
+def test_rse_that_returns_nothing_says_why(conn, embedder, squad_article):
+    name, _, _ = squad_article
+    result = Pipeline(conn, collection=name, embedder=embedder).search(
+        "What is the airspeed velocity of an unladen swallow carrying a coconut?",
+        k=5, window=1, rerank=True, rerank_candidates=5, rse="precision")
+    assert result.abstained and result.contexts == []
+    assert "minimum_segment_value" in result.trace["abstain"]
+
+
+def test_budget_first_segments_are_cited_disjoint_and_within_the_budget(conn, embedder, squad_article):
+    name, article, questions = squad_article
+    pipeline = Pipeline(conn, collection=name, embedder=embedder)
+    for question in questions[:5]:
+        result = pipeline.search(question["query"], token_budget=300, k=4)
+        assert not result.abstained and 1 <= len(result.contexts) <= 4
+        tokens = embedder.count_tokens([c.text for c in result.contexts])
+        assert sum(tokens) <= 300 and sum(c.token_count for c in result.contexts) <= 300
+        spans = sorted((c.citation.start_char, c.citation.end_char) for c in result.contexts)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # never overlapping
+        for c in result.contexts:
+            assert article["text"][c.citation.start_char:c.citation.end_char] == c.text
+            assert len({s.section_id for s in c.sentences}) == 1
+            assert [s.ordinal for s in c.sentences] == list(range(c.citation.first_ordinal, c.citation.last_ordinal + 1))
+        assert [c.score for c in result.contexts] == sorted((c.score for c in result.contexts), reverse=True)
+        assert result.trace["segments"] and result.trace["abstain"] is None
+
+
+def test_min_relevance_abstains_and_says_why(conn, embedder, squad_article):
+    name, _, questions = squad_article
+    pipeline = Pipeline(conn, collection=name, embedder=embedder)
+    kept = pipeline.search(questions[0]["query"], min_relevance=0.0)
+    assert not kept.abstained and kept.contexts
+    refused = pipeline.search(questions[0]["query"], min_relevance=1.0)
+    assert refused.abstained and refused.contexts == []
+    assert "min_relevance" in refused.trace["abstain"] and refused.as_dict()["abstained"] is True
+
+
+def test_cli_token_budget_and_abstention(db_url, embedder, squad_article):
+    name, _, questions = squad_article
+    base = [sys.executable, "-m", "windowrag_pg.cli", "--database-url", db_url, "query", questions[3]["query"],
+            "--collection", name]
+    data = json.loads(subprocess.run(base + ["--token-budget", "700", "--json"], capture_output=True, text=True,
+                                     check=True, timeout=300).stdout)
+    assert data["abstained"] is False and data["contexts"]
+    assert sum(embedder.count_tokens([c["text"] for c in data["contexts"]])) <= 700
+    shown = subprocess.run(base + ["--min-relevance", "1"], capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0 and "no relevant context" in shown.stdout
+    data = json.loads(subprocess.run(base + ["--min-relevance", "1", "--json"], capture_output=True, text=True,
+                                     check=True, timeout=300).stdout)
+    assert data["abstained"] is True and data["contexts"] == [] and data["trace"]["abstain"]

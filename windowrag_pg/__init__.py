@@ -1,35 +1,81 @@
 """windowrag-pg: sentence-window retrieval for RAG, natively in Postgres with pgvector."""
 from __future__ import annotations
 
+import asyncio
+import weakref
 from typing import Any
 
 from .assemble.context import AssembledContext, Citation, format_context
+from .async_pipeline import AsyncPipeline
+from .config import read_database_url_from_env
+from .db.async_source import AsyncLazyConnection, async_read_source
 from .db.connection import DatabaseError, connect, database_url
+from .db.source import connection_source, read_source
 from .ingest import Ingestor, IngestReport
 from .pipeline import Pipeline, PipelineOptions, PipelineResult
 from .retrieve.filters import FilterError
 from .retrieve.retriever import Context, Hit, QueryError, Retriever, SearchResult
+from .reembed import reembed_collection
 from .sources import SourceDocument, iter_sources
+from .store.collections import delete_collection
 
 __all__ = [
-    "AssembledContext", "Citation", "Context", "DatabaseError", "FilterError", "Hit", "IngestReport",
+    "AssembledContext", "AsyncPipeline", "Citation", "Context", "DatabaseError", "FilterError", "Hit", "IngestReport",
     "Ingestor", "Pipeline", "PipelineOptions", "PipelineResult", "QueryError", "Retriever", "SearchResult",
-    "SourceDocument", "connect", "database_url", "format_context", "iter_sources", "search",
+    "SourceDocument", "asearch", "connect", "database_url", "delete_collection", "format_context", "iter_sources",
+    "list_documents", "reembed_collection", "search",
 ]
 __version__ = "0.1.0"
 
-_pipelines: dict[tuple[str | None, str], Pipeline] = {}
+_pipelines: dict[tuple[str | None, str | None, str], Pipeline] = {}
+# asearch's connections, per event loop (an async connection belongs to the loop that opened it)
+_async_pipelines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def search(query: str, *, collection: str = "default", url: str | None = None,
+def search(query: str, *, collection: str = "default", url: str | None = None, read_url: str | None = None,
            filters: dict[str, Any] | None = None, **options: Any) -> PipelineResult:
     """The whole chain in one call: retrieve → rerank → RSE → assemble (see PipelineOptions).
 
     search(query, k=5, window=3, mode="hybrid", rerank=True, rse="balanced" | None,
            token_budget=None, filters=None)
-    Keeps one connection and pipeline per (url, collection) for the life of the process.
+    URL: the primary (else $WINDOWRAG_DATABASE_URL, else the embedded server). READ_URL (else
+    $WINDOWRAG_READ_DATABASE_URL): a streaming replica that answers the query instead.
+    Keeps one connection and pipeline per (url, read_url, collection) for the life of the process;
+    with a Connection or a psycopg_pool pool of your own, use Pipeline(conn_or_pool).
     """
-    key = (url, collection)
+    return _pipeline(collection, url, read_url).search(query, filters=filters, **options)
+
+
+async def asearch(query: str, *, collection: str = "default", url: str | None = None, read_url: str | None = None,
+                  filters: dict[str, Any] | None = None, **options: Any) -> PipelineResult:
+    """`await asearch(...)`: search on an async connection, with the same arguments and results.
+
+    Shares search's models; keeps one AsyncConnection per (url, read_url, collection) and event
+    loop, on which concurrent calls take turns; for overlapping database waits give
+    AsyncPipeline an AsyncConnectionPool.
+    """
+    pipeline = _pipeline(collection, url, read_url)
+    per_loop = _async_pipelines.setdefault(asyncio.get_running_loop(), {})
+    if pipeline not in per_loop:
+        read_url = read_url or read_database_url_from_env()
+        source = async_read_source(read_url) if read_url else AsyncLazyConnection(url)
+        per_loop[pipeline] = AsyncPipeline(source, pipeline=pipeline)
+    return await per_loop[pipeline].search(query, filters=filters, **options)
+
+
+def _pipeline(collection: str, url: str | None, read_url: str | None) -> Pipeline:
+    read_url = read_url or read_database_url_from_env()
+    key = (None if read_url else url, read_url, collection)
     if key not in _pipelines:
-        _pipelines[key] = Pipeline(connect(url, autocommit=True), collection=collection)
-    return _pipelines[key].search(query, filters=filters, **options)
+        source = read_source(read_url) if read_url else connection_source(url)
+        _pipelines[key] = Pipeline(source, collection=collection)
+    return _pipelines[key]
+
+
+def list_documents(conn, *, collection: str = "default", filters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The documents of COLLECTION matching FILTERS (the search filter language), ordered by id:
+    dicts of id, title, source, format, sentences, sections, metadata, updated_at."""
+    from .store.collections import get_collection
+    from .store.documents import list_documents as list_collection_documents
+
+    return list_collection_documents(conn, get_collection(conn, collection), filters=filters)

@@ -2,12 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import signal
 import sys
+import threading
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from .config import DEFAULT_COLLECTION
+from .limits import LIMITS, describe
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,23 +56,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("query", help="search a collection: retrieve, rerank, RSE, assemble")
     p.add_argument("query")
-    p.add_argument("--k", type=int, default=5)
-    p.add_argument("--window", type=int, default=3)
+    p.add_argument("--k", type=int, default=5, help=f"at most this many contexts (default 5; {describe('k')})")
+    p.add_argument("--token-budget", type=int, default=None,
+                   help=f"tokens all contexts may hold together (default 1024; 0: no budget; at most {LIMITS['token_budget'].high})")
+    p.add_argument("--selection", default=None, choices=["segments", "windows"],
+                   help="segments (default): the most valuable runs of sentences within the budget; "
+                        "windows: fixed ±--window windows, cut to the budget")
+    p.add_argument("--min-relevance", type=float, default=None,
+                   help="return nothing when the best answer's relevance (0-1) is below this "
+                        "(default: the library's calibrated threshold; 0 never abstains)")
+    p.add_argument("--window", type=int, default=3, help=f"with --selection windows: sentences each side ({describe('window')})")
     p.add_argument("--mode", default="hybrid", choices=["hybrid", "dense", "bm25"])
-    p.add_argument("--candidates", type=int, default=20, help="candidates per list (dense, BM25) before fusion")
+    p.add_argument("--candidates", type=int, default=20, help=f"candidates per list (dense, BM25) before fusion ({describe('candidates')})")
     p.add_argument("--clamp", default="section", choices=["section", "document"])
     p.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None,
                    help="rerank windows with the cross-encoder (default: off, see docs/evaluation.md)")
-    p.add_argument("--rerank-candidates", type=int, default=None, help="windows to rerank")
+    p.add_argument("--rerank-candidates", type=int, default=None, help=f"windows to rerank ({describe('rerank_candidates')})")
     p.add_argument("--rerank-token-budget", type=int, default=None,
                    help="tokens the cross-encoder reads in all (it scores windows in retrieval order while they fit; "
                         "default 1500, about 0.5 s on 2 cores)")
     p.add_argument("--rerank-tokens", type=int, default=None,
                    help="tokens of each window the cross-encoder reads (whole sentences around the hits)")
     p.add_argument("--rse", default=None, help="RSE preset: balanced, precision, find_all or none")
-    p.add_argument("--token-budget", type=int, default=None)
     p.add_argument("--max-sentences", type=int, default=None,
-                   help="sentences the retrieved windows may hold together (default: no budget)")
+                   help=f"sentences the retrieved windows may hold together ({describe('max_sentences')}; default: no budget)")
     p.add_argument("--order", default="score", choices=["score", "document"])
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
                    help="metadata.KEY=V, document_id=ID, source=S; also >=, <=, >, <")
@@ -77,10 +90,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="print every stage's decisions")
     p.set_defaults(handler=cmd_query)
 
-    p = sub.add_parser("delete", help="delete a document (by external id) with its sections and sentences")
-    p.add_argument("document_id")
+    p = sub.add_parser("embed-query", help="print a query's embedding as a pgvector literal (for psql)")
+    p.add_argument("query")
+    p.add_argument("--collection", default=None,
+                   help="embed with this collection's model (default: the default embedder)")
+    p.add_argument("--embedder", default=None)
+    p.set_defaults(handler=cmd_embed_query)
+
+    p = sub.add_parser("delete", help="delete a document (by id, or a file's path) with its sections and sentences")
+    p.add_argument("document_id", help="the document's id, or the path of an ingested file (typed any way)")
     p.add_argument("--collection", default=DEFAULT_COLLECTION)
     p.set_defaults(handler=cmd_delete)
+
+    p = sub.add_parser("documents", help="list the documents of a collection: ids, titles, sources, sentences")
+    p.add_argument("--collection", default=DEFAULT_COLLECTION)
+    p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
+                   help="as for query: metadata.KEY=V, document_id=ID, source=S (the file path); also >=, <=, >, <")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_documents)
+
+    p = sub.add_parser("delete-collection", help="delete a collection with all its documents")
+    p.add_argument("name")
+    p.set_defaults(handler=cmd_delete_collection)
+
+    p = sub.add_parser("reembed", help="move a collection to another embedding model (re-embed in place)")
+    p.add_argument("name")
+    p.add_argument("--embedder", required=True, help="the new embedding model (bge-small-en, or a Hugging Face name)")
+    p.set_defaults(handler=cmd_reembed)
 
     p = sub.add_parser("stats", help="counts per collection")
     p.add_argument("--json", action="store_true")
@@ -122,49 +158,89 @@ def cmd_ingest(args) -> int:
     with _connect(args) as conn:
         ingestor = Ingestor(conn, collection=args.collection, embedder=get_embedder(args.embedder),
                             contextual_headers=args.contextual_headers)
-        with tqdm(total=len(sources), unit="doc", disable=None, file=sys.stderr) as bar:
+        with tqdm(total=len(sources), unit="doc", disable=None, file=sys.stderr) as bar, \
+                tqdm(unit=" sentences embedded", disable=None, file=sys.stderr) as embedded, \
+                _stop_on_ctrl_c() as stop:
             def on_document(name: str, status: str, units: int) -> None:
                 bar.update(1)
                 bar.set_postfix_str(f"{status}: {name}"[:60])
-            report = ingestor.ingest(sources, on_document=on_document)
+            report = ingestor.ingest(sources, on_document=on_document, on_units=embedded.update,
+                                     should_stop=stop.is_set)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
         _print_ingest_report(report)
-    return 1 if report.errors and report.documents == 0 else 0
+    if report.interrupted:
+        print(f"windowrag: interrupted: the {report.documents} documents above are stored, "
+              "the rest were not ingested (run the same command again to go on)", file=sys.stderr)
+        return 130
+    return 1 if report.errors else 0  # after the summary: a script must see that an input failed
+
+
+@contextlib.contextmanager
+def _stop_on_ctrl_c():
+    """The first Ctrl-C (SIGINT) asks the ingest to stop after the document it is writing; it never
+    lands inside a database call, so a transaction or COPY is never cut half-way. A second one
+    exits at once: the server rolls back the open transaction, if any, when the connection drops."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():  # only the main thread gets signals
+        yield stop
+        return
+
+    def on_sigint(signum, frame) -> None:
+        if stop.is_set():
+            print("\nwindowrag: aborted (the document being written, if any, is rolled back)", file=sys.stderr)
+            os._exit(130)
+        stop.set()
+        print("\nwindowrag: stopping after the current document (Ctrl-C again to abort at once)", file=sys.stderr)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _print_ingest_report(report) -> None:
     print(
         f"{report.documents} documents ({report.added} added, {report.replaced} replaced, "
-        f"{report.unchanged} unchanged), {report.sections} sections, {report.sentences} sentences "
+        f"{report.metadata_updated} metadata updated, {report.unchanged} unchanged), {report.sections} sections, {report.sentences} sentences "
         f"in {report.seconds:.1f} s ({report.sentences_per_second:.0f} sentences/s)"
     )
     for error in report.errors:
         print(f"error: {error.name}: {error.message}", file=sys.stderr)
 
 
-def cmd_query(args) -> int:
-    from .embed import get_embedder
-    from .pipeline import Pipeline, PipelineOptions
+def _cli_filters(expressions: list[str]) -> dict[str, Any]:
     from .retrieve.filters import parse_cli_filter
 
     filters: dict[str, Any] = {}
-    for expression in args.filter:
+    for expression in expressions:
         key, condition = parse_cli_filter(expression)
         if isinstance(condition, dict) and isinstance(filters.get(key), dict):
             filters[key].update(condition)
         else:
             filters[key] = condition
+    return filters
+
+
+def cmd_query(args) -> int:
+    from .embed import get_embedder
+    from .pipeline import Pipeline, PipelineOptions
+
+    filters = _cli_filters(args.filter)
     defaults = PipelineOptions()
     options = PipelineOptions(
         k=args.k, window=args.window, mode=args.mode, candidates=args.candidates, clamp=args.clamp,
         rerank=defaults.rerank if args.rerank is None else args.rerank,
-        rerank_candidates=args.rerank_candidates or defaults.rerank_candidates,
-        rerank_tokens=args.rerank_tokens or defaults.rerank_tokens,
-        rerank_token_budget=args.rerank_token_budget or defaults.rerank_token_budget,
+        rerank_candidates=_given(args.rerank_candidates, defaults.rerank_candidates),
+        rerank_tokens=_given(args.rerank_tokens, defaults.rerank_tokens),
+        rerank_token_budget=_given(args.rerank_token_budget, defaults.rerank_token_budget),
         rse=defaults.rse if args.rse is None else (None if args.rse.lower() == "none" else args.rse),
-        token_budget=args.token_budget, order=args.order, max_sentences=args.max_sentences,
+        token_budget=(defaults.token_budget if args.token_budget is None else (args.token_budget or None)),
+        selection=args.selection or defaults.selection,
+        min_relevance=defaults.min_relevance if args.min_relevance is None else args.min_relevance,
+        order=args.order, max_sentences=args.max_sentences,
     )
     reranker = None
     if options.rerank and args.reranker:
@@ -174,6 +250,8 @@ def cmd_query(args) -> int:
     with _connect(args) as conn:
         pipeline = Pipeline(conn, collection=args.collection, embedder=get_embedder(args.embedder), reranker=reranker)
         result = pipeline.run(args.query, options, filters=filters or None)
+    for note in result.trace.get("notes", []):
+        print(f"windowrag: note: {note}", file=sys.stderr)
     if args.json:
         print(json.dumps(result.as_dict(), ensure_ascii=False, indent=2, default=str))
         return 0
@@ -185,30 +263,106 @@ def cmd_query(args) -> int:
     return 0
 
 
+def _given(value, default):
+    """The option's value when given (0 included: the limits check refuses it by name), else the default."""
+    return default if value is None else value
+
+
 def _print_contexts(result) -> None:
     from rich.console import Console
     from rich.panel import Panel
     from rich.text import Text
 
     console = Console()
-    if not result.contexts:
-        console.print("no context found")
+    if result.abstained:
+        console.print(f"no relevant context ({result.trace.get('abstain')})")
     for number, context in enumerate(result.contexts, start=1):
         # Text(), not markup: document text and ids may hold [brackets]
         title = Text(f"[{number}] {context.citation.label()} — score {context.score:.3f}")
         console.print(Panel(Text(context.text), title=title, title_align="left"))
 
 
+def cmd_embed_query(args) -> int:
+    from .embed import get_embedder
+    from .retrieve.retriever import check_embedding, check_query
+
+    model = args.embedder
+    if args.collection is not None:
+        from .store.collections import get_collection
+
+        with _connect(args) as conn:
+            model = model or get_collection(conn, args.collection).embedding_model
+    embedder = get_embedder(model)
+    vector = check_embedding(embedder.embed_query(check_query(args.query)), embedder.dimension)
+    # repr of float32 → shortest text that reads back to the same float32
+    print("[" + ",".join(repr(float(x)) for x in vector) + "]")
+    return 0
+
+
 def cmd_delete(args) -> int:
     from .store.collections import get_collection
     from .store.writer import delete_document
 
+    from .sources import file_document_id
+
+    document_id = args.document_id
     with _connect(args) as conn:
-        deleted = delete_document(conn, get_collection(conn, args.collection), args.document_id)
+        collection = get_collection(conn, args.collection)
+        deleted = delete_document(conn, collection, document_id)
+        if not deleted and Path(document_id).exists():  # a file's path, typed any way: its id
+            document_id = file_document_id(document_id)
+            deleted = delete_document(conn, collection, document_id)
     if not deleted:
         print(f"windowrag: no document {args.document_id!r} in collection {args.collection!r}", file=sys.stderr)
         return 1
-    print(f"deleted {args.document_id}")
+    print(f"deleted {document_id}")
+    return 0
+
+
+def cmd_documents(args) -> int:
+    from .store.collections import get_collection
+    from .store.documents import list_documents, unmatched_filters
+
+    filters = _cli_filters(args.filter) or None
+    with _connect(args) as conn:
+        collection = get_collection(conn, args.collection)
+        rows = list_documents(conn, collection, filters=filters)
+        notes = unmatched_filters(conn, collection, filters) if not rows else []
+    for note in notes:
+        print(f"windowrag: note: {note}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False, default=str))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("id", "title", "source", "sentences", "sections")
+    for row in rows:
+        table.add_row(*(str(row[key]) if row[key] is not None else "" for key in ("id", "title", "source", "sentences", "sections")))
+    Console().print(table)
+    print(f"{len(rows)} documents in {args.collection!r}")
+    return 0
+
+
+def cmd_delete_collection(args) -> int:
+    from .store.collections import delete_collection
+
+    with _connect(args) as conn:
+        documents = delete_collection(conn, args.name)
+    print(f"deleted collection {args.name!r} ({documents} documents)")
+    return 0
+
+
+def cmd_reembed(args) -> int:
+    from tqdm import tqdm
+
+    from .embed import get_embedder
+    from .reembed import reembed_collection
+
+    embedder = get_embedder(args.embedder)
+    with _connect(args) as conn, tqdm(unit=" sentences embedded", disable=None, file=sys.stderr) as bar:
+        count = reembed_collection(conn, args.name, embedder, on_units=bar.update)
+    print(f"collection {args.name!r}: {count} sentences embedded with {embedder.model_id} ({embedder.dimension}-d)")
     return 0
 
 

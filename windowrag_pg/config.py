@@ -5,6 +5,8 @@ import os
 from pathlib import Path
 
 DATABASE_URL_ENV = "WINDOWRAG_DATABASE_URL"
+# queries go to this server (a streaming replica) when set; ingest always goes to the primary
+READ_DATABASE_URL_ENV = "WINDOWRAG_READ_DATABASE_URL"
 HOME_ENV = "WINDOWRAG_HOME"
 STATEMENT_TIMEOUT_ENV = "WINDOWRAG_STATEMENT_TIMEOUT_MS"
 DEFAULT_COLLECTION = "default"
@@ -22,6 +24,10 @@ def windowrag_home() -> Path:
 
 def database_url_from_env() -> str | None:
     return os.environ.get(DATABASE_URL_ENV) or None
+
+
+def read_database_url_from_env() -> str | None:
+    return os.environ.get(READ_DATABASE_URL_ENV) or None
 
 
 def statement_timeout_ms() -> int:

@@ -9,6 +9,38 @@ from rich.table import Table
 def print_trace(result, console: Console | None = None) -> None:
     console = console or Console()
     trace = result.trace
+    if "segments" in trace:
+        _print_segment_trace(trace, console)
+    else:
+        _print_window_trace(trace, console)
+    sent = Table(title="Contexts sent", title_justify="left")
+    for column in ("#", "document", "sentences", "tokens", "score"):
+        sent.add_column(column)
+    for position, row in enumerate(trace["contexts"], start=1):
+        sent.add_row(str(position), escape(row["document_id"]), f"{row['first_ordinal']}–{row['last_ordinal']}",
+                     str(row["tokens"]), f"{row['score']:.3f}")
+    console.print(sent)
+    if trace.get("abstain"):
+        console.print(f"abstained: {escape(trace['abstain'])}")
+    timings = "  ".join(f"{stage} {ms:.1f} ms" for stage, ms in trace["timings_ms"].items())
+    console.print(f"timings: {timings}")
+
+
+def _print_segment_trace(trace, console: Console) -> None:
+    options = trace["options"]
+    console.print(f"{trace['candidates']} candidate sentences valued; relevance {trace['relevance']:.3f}"
+                  f" (min_relevance {options['min_relevance']}); token budget {options['token_budget']}, "
+                  f"at most {options['k']} segments")
+    chosen = Table(title="Segments chosen (summed sentence values within the budget)", title_justify="left")
+    for column in ("document", "sentences", "tokens", "value"):
+        chosen.add_column(column)
+    for row in trace["segments"]:
+        chosen.add_row(escape(row["document_id"]), f"{row['first_ordinal']}–{row['last_ordinal']}",
+                       str(row["tokens"]), f"{row['value']:.3f}")
+    console.print(chosen)
+
+
+def _print_window_trace(trace, console: Console) -> None:
     retrieval = Table(title="1. Retrieval: fused hits and merged windows", title_justify="left")
     for column in ("#", "document", "section", "sentences", "RRF", "hits (ordinal: dense/BM25 rank)"):
         retrieval.add_column(column)
@@ -35,12 +67,3 @@ def print_trace(result, console: Console | None = None) -> None:
             rse.add_row(str(position), escape(row["document_id"]), f"{row['first_ordinal']}–{row['last_ordinal']}",
                         f"{row['value']:.3f}")
         console.print(rse)
-    sent = Table(title="4. Contexts sent", title_justify="left")
-    for column in ("#", "document", "sentences", "tokens", "score"):
-        sent.add_column(column)
-    for position, row in enumerate(trace["contexts"], start=1):
-        sent.add_row(str(position), escape(row["document_id"]), f"{row['first_ordinal']}–{row['last_ordinal']}",
-                     str(row["tokens"]), f"{row['score']:.3f}")
-    console.print(sent)
-    timings = "  ".join(f"{stage} {ms:.1f} ms" for stage, ms in trace["timings_ms"].items())
-    console.print(f"timings: {timings}")

@@ -8,11 +8,14 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 
+from .db.source import SingleConnection, connection_source
 from .embed import get_embedder
 from .embed.base import Embedder, EmbeddingError
 from .parse import ParseError, parse_document, parse_pdf
@@ -20,7 +23,7 @@ from .parse.types import ParsedDocument, Unit
 from .sources import SourceDocument, SourceError, check_source
 from .split.sentences import split_units
 from .store.collections import Collection, ensure_collection
-from .store.writer import DocumentRecord, existing_hash, write_document
+from .store.writer import DocumentRecord, existing_hash, stored_content, update_metadata, write_document
 
 HEADER_SEPARATOR = " › "
 
@@ -29,16 +32,18 @@ HEADER_SEPARATOR = " › "
 class IngestReport:
     added: int = 0
     replaced: int = 0
+    metadata_updated: int = 0  # same text, new metadata: updated in place, nothing re-embedded
     unchanged: int = 0
     sections: int = 0
     sentences: int = 0
     seconds: float = 0.0
     embed_seconds: float = 0.0
     errors: list[SourceError] = field(default_factory=list)
+    interrupted: bool = False  # should_stop() turned true: the documents counted are stored, no others
 
     @property
     def documents(self) -> int:
-        return self.added + self.replaced + self.unchanged
+        return self.added + self.replaced + self.metadata_updated + self.unchanged
 
     @property
     def sentences_per_second(self) -> float:
@@ -47,10 +52,11 @@ class IngestReport:
     def as_dict(self) -> dict:
         return {
             "documents": self.documents, "added": self.added, "replaced": self.replaced,
-            "unchanged": self.unchanged, "sections": self.sections, "sentences": self.sentences,
+            "metadata_updated": self.metadata_updated, "unchanged": self.unchanged, "sections": self.sections, "sentences": self.sentences,
             "seconds": round(self.seconds, 3), "embed_seconds": round(self.embed_seconds, 3),
             "sentences_per_second": round(self.sentences_per_second, 1),
             "errors": [{"name": e.name, "message": e.message} for e in self.errors],
+            "interrupted": self.interrupted,
         }
 
 
@@ -74,19 +80,26 @@ def embedding_texts(parsed: ParsedDocument, units: list[Unit], *, title: str | N
     """What is embedded for each unit: the unit alone, or "title › section path: unit"."""
     if not contextual_headers:
         return [unit.text for unit in units]
-    texts = []
-    for unit in units:
-        path = [p for p in (title, *parsed.sections[unit.section_ordinal].heading_path) if p]
-        texts.append(f"{HEADER_SEPARATOR.join(path)}: {unit.text}" if path else unit.text)
-    return texts
+    return [embedding_text(unit.text, title=title, heading_path=parsed.sections[unit.section_ordinal].heading_path)
+            for unit in units]
+
+
+def embedding_text(text: str, *, title: str | None, heading_path) -> str:
+    """A unit with its contextual header: "title › section path: unit" (the unit alone without one)."""
+    path = [p for p in (title, *heading_path) if p]
+    return f"{HEADER_SEPARATOR.join(path)}: {text}" if path else text
 
 
 class Ingestor:
-    """Ingest documents into one collection over an autocommit connection."""
+    """Ingest documents into one collection, each document in its own transaction: over a
+    connection (autocommit or not: the Ingestor commits its own transactions, so the connection
+    must not hold uncommitted work of the caller's), a psycopg_pool ConnectionPool (a connection
+    is checked out per statement, never while the model embeds) or a URL. Always the primary: a
+    replica is read-only."""
 
     def __init__(
         self,
-        conn: psycopg.Connection,
+        conn: psycopg.Connection | Any,
         *,
         collection: str = "default",
         embedder: Embedder | None = None,
@@ -95,28 +108,55 @@ class Ingestor:
         chunk_tokens: int | None = None,
         tenant: str | None = None,
     ) -> None:
-        if not conn.autocommit:
-            raise ValueError("Ingestor needs an autocommit connection: each document commits on its own")
-        self.conn = conn
+        self.source = connection_source(conn)
+        self._last_conn: psycopg.Connection | None = None  # the server is gone when it broke
+        if (isinstance(self.source, SingleConnection)
+                and self.source.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE):
+            raise ValueError(
+                "Ingestor: the connection has a transaction in progress; commit or roll it back first "
+                "(each document commits on its own)")
         self.embedder = embedder or get_embedder()
         self.max_unit_chars = max_unit_chars
         # chunk_tokens set: the naive baseline of the evaluation (fixed-size token chunks are the
         # retrieval unit instead of sentences), stored in the same tables.
         self.chunk_tokens = chunk_tokens
-        self.collection: Collection = ensure_collection(
-            conn, collection, embedding_model=self.embedder.model_id,
-            dimension=self.embedder.dimension, contextual_headers=contextual_headers,
-            unit="chunk" if chunk_tokens else "sentence", chunk_tokens=chunk_tokens, tenant=tenant,
-        )
+        with self._connection() as conn:
+            self.collection: Collection = ensure_collection(
+                conn, collection, embedding_model=self.embedder.model_id,
+                dimension=self.embedder.dimension, contextual_headers=contextual_headers,
+                unit="chunk" if chunk_tokens else "sentence", chunk_tokens=chunk_tokens, tenant=tenant,
+            )
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        """A connection in autocommit mode (each document commits on its own), as it was after."""
+        with self.source.connection() as conn:
+            self._last_conn = conn
+            if conn.autocommit:
+                yield conn
+                return
+            conn.autocommit = True  # a pooled connection, idle when lent, or the caller's idle one
+            try:
+                yield conn
+            finally:
+                if not conn.closed:
+                    conn.autocommit = False
 
     def ingest(
         self,
         sources: Iterable[SourceDocument | SourceError],
         *,
         on_document: Callable[[str, str, int], None] | None = None,
+        on_units: Callable[[int], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
         batch_units: int = 2048,
     ) -> IngestReport:
-        """Ingest every source; errors are collected, never raised. on_document(name, status, units).
+        """Ingest every source; errors are collected, never raised. on_document(name, status, units);
+        on_units(n) after each batch of n sentences embedded (progress within long documents).
+
+        should_stop() is asked between documents and between embedding batches; once it is true
+        the ingest ends with report.interrupted: every document counted was committed whole, the
+        ones being embedded are dropped (none is half-written: each commits in one transaction).
 
         Small documents are embedded together, BATCH_UNITS sentences at a time (full batches,
         duplicates embedded once across documents); each document still commits on its own.
@@ -125,15 +165,24 @@ class Ingestor:
         started = time.perf_counter()
         pending: list[_Prepared] = []
 
+        def check_stop() -> None:
+            if should_stop is not None and should_stop():
+                raise _Stopped
+
+        def units_embedded(count: int) -> None:
+            if on_units:
+                on_units(count)
+            check_stop()
+
         def fail(name: str, exc: Exception) -> None:
-            if self.conn.closed or self.conn.broken:
+            if self._last_conn is not None and (self._last_conn.closed or self._last_conn.broken):
                 raise exc  # the server is gone: every further document would fail the same way
             report.errors.append(SourceError(name, _describe(exc)))
             if on_document:
                 on_document(name, "error", 0)
 
         def flush() -> None:
-            for prepared, outcome in self._embed_and_write(pending, report):
+            for prepared, outcome in self._embed_and_write(pending, report, on_units=units_embedded):
                 if isinstance(outcome, Exception):
                     fail(prepared.source.name, outcome)
                     continue
@@ -144,28 +193,33 @@ class Ingestor:
                     report.sentences += units
                 if on_document:
                     on_document(prepared.source.external_id, status, units)
+                check_stop()  # between two committed documents
             pending.clear()
 
-        for source in sources:
-            if isinstance(source, SourceError):
-                report.errors.append(source)
-                if on_document:
-                    on_document(source.name, "error", 0)
-                continue
-            try:
-                prepared = self.prepare(source)
-            except INGEST_ERRORS as exc:
-                fail(source.name, exc)
-                continue
-            if prepared is None:
-                report.unchanged += 1
-                if on_document:
-                    on_document(source.external_id, "unchanged", 0)
-                continue
-            pending.append(prepared)
-            if sum(len(p.units) for p in pending) >= batch_units:
-                flush()
-        flush()
+        try:
+            for source in sources:
+                check_stop()
+                if isinstance(source, SourceError):
+                    report.errors.append(source)
+                    if on_document:
+                        on_document(source.name, "error", 0)
+                    continue
+                try:
+                    prepared = self.prepare(source)
+                except INGEST_ERRORS as exc:
+                    fail(source.name, exc)
+                    continue
+                if isinstance(prepared, str):  # "unchanged" or "metadata_updated": nothing to embed
+                    setattr(report, prepared, getattr(report, prepared) + 1)
+                    if on_document:
+                        on_document(source.external_id, prepared, 0)
+                    continue
+                pending.append(prepared)
+                if sum(len(p.units) for p in pending) >= batch_units:
+                    flush()
+            flush()
+        except _Stopped:
+            report.interrupted = True
         report.seconds = time.perf_counter() - started
         return report
 
@@ -176,13 +230,19 @@ class Ingestor:
             return chunk_units(parsed, max_tokens=self.chunk_tokens, token_offsets=self.embedder.token_offsets)
         return split_units(parsed, max_unit_chars=self.max_unit_chars)
 
-    def prepare(self, source: SourceDocument) -> _Prepared | None:
-        """Check, hash, parse and split one document; None when it is stored unchanged."""
+    def prepare(self, source: SourceDocument) -> _Prepared | str:
+        """Check, hash, parse and split one document to embed it; "unchanged" when it is stored
+        as it is, "metadata_updated" when only its metadata (or source) changed: that is stored
+        here, its sentences and embeddings stay."""
         check_source(source)  # fields Postgres cannot store, metadata that is not plain JSON
         digest = content_hash(source)
-        if existing_hash(self.conn, self.collection, source.external_id) == digest:
-            return None
+        with self._connection() as conn:
+            stored = existing_hash(conn, self.collection, source.external_id)
+        if stored == digest:
+            return "unchanged"
         parsed = parse_source(source)
+        if stored is not None and self._update_metadata_only(source, digest, parsed):
+            return "metadata_updated"
         units = self.make_units(parsed)
         if not units:
             raise ParseError("no text to index (no sentence found)")
@@ -192,27 +252,41 @@ class Ingestor:
 
     def ingest_one(self, source: SourceDocument, *, report: IngestReport | None = None) -> tuple[str, int, int]:
         prepared = self.prepare(source)
-        if prepared is None:
-            return "unchanged", 0, 0
+        if isinstance(prepared, str):
+            return prepared, 0, 0
         [(_, outcome)] = self._embed_and_write([prepared], report or IngestReport())
         if isinstance(outcome, Exception):
             raise outcome
         return outcome
 
-    def _embed_and_write(self, batch: list[_Prepared], report: IngestReport):
+    def _update_metadata_only(self, source: SourceDocument, digest: str, parsed: ParsedDocument) -> bool:
+        """Update the stored document's metadata when its text, format and title are unchanged."""
+        with self._connection() as conn:
+            stored = stored_content(conn, self.collection, source.external_id)
+            if stored is None or stored[1:] != (parsed.text, source.format, source.title or parsed.title):
+                return False
+            return update_metadata(conn, self.collection, self._record(source, parsed, digest),
+                                   expected_hash=stored[0])
+
+    def _record(self, source: SourceDocument, parsed: ParsedDocument, digest: str) -> DocumentRecord:
+        return DocumentRecord(external_id=source.external_id, title=source.title or parsed.title, source=source.source,
+                              format=source.format, metadata=source.metadata, content_hash=digest)
+
+    def _embed_and_write(self, batch: list[_Prepared], report: IngestReport, *,
+                         on_units: Callable[[int], None] | None = None):
         """Embed the batch in one call, then write each document in its own transaction."""
         if not batch:
             return
         embed_started = time.perf_counter()
         try:
-            vectors = self.embedder.embed_documents([t for p in batch for t in p.texts])
+            vectors = self.embedder.embed_documents([t for p in batch for t in p.texts], progress=on_units)
         except INGEST_ERRORS:
             if len(batch) == 1:
                 raise
             # one bad document must not fail the others: embed them one by one
             for prepared in batch:
                 try:
-                    yield from self._embed_and_write([prepared], report)
+                    yield from self._embed_and_write([prepared], report, on_units=on_units)
                 except INGEST_ERRORS as exc:
                     yield prepared, exc
             return
@@ -223,16 +297,10 @@ class Ingestor:
             offset += len(prepared.units)
             try:
                 token_counts = self.embedder.count_tokens([u.text for u in prepared.units])
-                record = DocumentRecord(
-                    external_id=prepared.source.external_id,
-                    title=prepared.source.title or prepared.parsed.title,
-                    source=prepared.source.source,
-                    format=prepared.source.format,
-                    metadata=prepared.source.metadata,
-                    content_hash=prepared.digest,
-                )
-                status = write_document(self.conn, self.collection, record, prepared.parsed,
-                                        prepared.units, own, token_counts)
+                record = self._record(prepared.source, prepared.parsed, prepared.digest)
+                with self._connection() as conn:
+                    status = write_document(conn, self.collection, record, prepared.parsed,
+                                            prepared.units, own, token_counts)
             except INGEST_ERRORS as exc:
                 yield prepared, exc
                 continue
@@ -254,6 +322,10 @@ class _Prepared:
 # (see fail()); KeyboardInterrupt and SystemExit are not Exceptions and stop it too.
 INGEST_ERRORS = (Exception,)
 EXPECTED_ERRORS = (ParseError, EmbeddingError, ValueError)  # their messages are written for users
+
+
+class _Stopped(Exception):
+    """should_stop() turned true (not an INGEST_ERROR: nothing catches it on its way out)."""
 
 
 def _describe(exc: Exception) -> str:

@@ -1,8 +1,13 @@
-"""The whole chain in one call: retrieve (SQL) → rerank windows → RSE → assemble, with a trace.
+"""The whole chain in one call, with a trace. Two ways to choose what is sent:
 
-Each stage can be switched off, so the evaluation can ablate stage by stage. Database access is
-limited to three statements: the retrieval function, the sentences of the candidate windows,
-and the text slices of the chosen contexts.
+- ``selection="segments"`` (default): budget-first. One statement returns every sentence near
+  the fused hits with its own signals (windowrag.candidate_sentences); each gets a value
+  (segment/values.py); the exact best runs of sentences within the token budget are chosen
+  (segment/select.py); a query the corpus does not answer is abstained on (min_relevance);
+  a second statement fetches the chosen text.
+- ``selection="windows"``: fixed ±window windows merged in SQL (windowrag.search_windows), then
+  optionally the cross-encoder and the sentence-count RSE (``rse=``), then the budget cuts the
+  ranked list. Kept for comparison (the evaluation's `windows` preset).
 """
 from __future__ import annotations
 
@@ -17,21 +22,42 @@ import psycopg
 from .assemble.context import (
     AssembledContext, Citation, SentenceInfo, apply_token_budget, fit_sentences, order_contexts,
 )
+from .db.source import connection_source
 from .db.sqlfiles import load_sql
+from .db.statements import Statement, Steps, run_steps
 from .embed.base import Embedder
+from .limits import LIMITS, MAX_RETURNED_TOKENS, first_problem
 from .rerank.base import Reranker
 from .retrieve.retriever import Context, QueryError, Retriever, SearchOptions
+from .retrieve.retriever import Candidates
 from .segment.relevance import window_sentence_relevance
 from .segment.rse import RSEParams, best_segments, get_params
+from .segment.select import Run, choose_segments
+from .segment.values import fold_reranker_scores
+
+SELECTIONS = ("segments", "windows")
+# without a token budget, segment selection still needs a bound for its table
+UNBOUNDED_BUDGET = 8192
 
 
 @dataclass(frozen=True, slots=True)
 class PipelineOptions:
     """Defaults = the `full` preset of the evaluation (docs/evaluation.md): hybrid retrieval,
-    window 3, 20 candidates per list; the cross-encoder and RSE are opt-in because on the dev
-    sets they did not pay for their cost (seconds per query on CPU; RSE lost recall)."""
+    budget-first segment selection within token_budget tokens, at most k contexts, abstention
+    below min_relevance. The cross-encoder is opt-in (seconds per query on CPU)."""
 
     k: int = 5
+    # tokens (the embedder's tokenizer) all contexts may hold together; None: no budget
+    token_budget: int | None = 1024
+    selection: str = "segments"
+    # below this relevance (P(the corpus answers), segment/values.py) nothing is returned;
+    # 0.15 abstained on 0.1% / 0.7% of in-corpus dev questions (SQuAD / ContractNLI) and on most
+    # out-of-corpus ones (docs/evaluation.md, "Abstention")
+    min_relevance: float | None = 0.15
+    # segments: price of a sentence, as a share of the query's best sentence value per 32 tokens
+    sentence_floor: float = 0.0
+    # segments: how far (sentences) from a fused hit a sentence may be sent
+    radius: int = 6
     window: int = 3
     mode: str = "hybrid"
     rerank: bool = False
@@ -49,7 +75,6 @@ class PipelineOptions:
     # retrieved; R windows' worth when R > k are retrieved to rerank)
     max_sentences: int | None = None
     rse: str | RSEParams | None = None
-    token_budget: int | None = None
     candidates: int = 20
     order: str = "score"
     clamp: str = "section"
@@ -59,10 +84,20 @@ class PipelineOptions:
     proximity_scale: float = 4.0
 
     def __post_init__(self) -> None:
-        for name in ("rerank_candidates", "rerank_tokens", "rerank_token_budget", "max_sentences"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 10_000):
-                raise QueryError(f"{name} must be an integer between 1 and 10000, not {value!r}")
+        if self.selection not in SELECTIONS:
+            raise QueryError(f"selection must be one of {', '.join(SELECTIONS)}, not {self.selection!r}")
+        if self.min_relevance is not None and (isinstance(self.min_relevance, bool)
+                                               or not isinstance(self.min_relevance, (int, float))
+                                               or not 0.0 <= self.min_relevance <= 1.0):
+            raise QueryError(f"min_relevance must be a number between 0 and 1, not {self.min_relevance!r}")
+        if isinstance(self.sentence_floor, bool) or not isinstance(self.sentence_floor, (int, float)) \
+                or not 0.0 <= self.sentence_floor <= 10.0:
+            raise QueryError(f"sentence_floor must be a number between 0 and 10, not {self.sentence_floor!r}")
+        found = first_problem(**{name: getattr(self, name) for name in (
+            "k", "window", "candidates", "ef_search", "rrf_k", "max_sentences", "rerank_candidates",
+            "rerank_tokens", "rerank_token_budget", "token_budget")})
+        if found:
+            raise QueryError(found)
 
 
 @dataclass(slots=True)
@@ -70,9 +105,12 @@ class PipelineResult:
     query: str
     contexts: list[AssembledContext]
     trace: dict[str, Any] = field(default_factory=dict)
+    # True when nothing relevant was found: no context, and trace["abstain"] says why
+    abstained: bool = False
 
     def as_dict(self, *, with_trace: bool = True) -> dict[str, Any]:
-        data: dict[str, Any] = {"query": self.query, "contexts": [c.as_dict() for c in self.contexts]}
+        data: dict[str, Any] = {"query": self.query, "abstained": self.abstained,
+                                "contexts": [c.as_dict() for c in self.contexts]}
         if with_trace:
             data["trace"] = self.trace
         return data
@@ -89,10 +127,12 @@ class _Window:
 
 
 class Pipeline:
-    def __init__(self, conn: psycopg.Connection, *, collection: str = "default",
+    def __init__(self, conn: psycopg.Connection | Any, *, collection: str = "default",
                  embedder: Embedder | None = None, reranker: Reranker | None = None) -> None:
-        self.conn = conn
-        self.retriever = Retriever(conn, embedder=embedder, collection=collection)
+        # a Connection, a psycopg_pool ConnectionPool or a URL: a pooled connection is held
+        # per statement, so the models never keep one from other requests
+        self.source = connection_source(conn)
+        self.retriever = Retriever(self.source, embedder=embedder, collection=collection)
         self._reranker = reranker
 
     @property
@@ -109,14 +149,105 @@ class Pipeline:
 
     def run(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None = None,
             collection: str | None = None) -> PipelineResult:
+        return run_steps(self.steps(query, options, filters=filters, collection=collection), self.source)
+
+    def steps(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None = None,
+              collection: str | None = None) -> Steps[PipelineResult]:
+        """The whole chain as steps (windowrag_pg.db.statements): run() drives them on this
+        pipeline's connection, AsyncPipeline on an async one."""
+        if options.selection == "segments" and options.rse is None:
+            return (yield from self._segment_steps(query, options, filters=filters, collection=collection))
+        return (yield from self._window_steps(query, options, filters=filters, collection=collection))
+
+    def _segment_steps(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None,
+                       collection: str | None) -> Steps[PipelineResult]:
+        started = time.perf_counter()
+        candidates = yield from self.retriever.candidates_steps(
+            query,
+            SearchOptions(k=options.k, window=options.window, mode=options.mode, candidates=options.candidates,
+                          clamp=options.clamp, rrf_k=options.rrf_k, ef_search=options.ef_search,
+                          radius=options.radius),
+            filters=filters, collection=collection,
+        )
+        timings = dict(candidates.timings_ms)
+        mark = time.perf_counter()
+        budget = options.token_budget or UNBOUNDED_BUDGET
+        selection = choose_segments(candidates.sentences, query_idf=candidates.query_idf, budget=budget,
+                                    max_segments=options.k, sentence_floor=options.sentence_floor)
+        timings["select_ms"] = (time.perf_counter() - mark) * 1000
+        rerank_trace = None
+        if options.rerank and selection.runs:
+            mark = time.perf_counter()
+            selection, rerank_trace = yield from self._rerank_segment_steps(candidates, selection, options, budget)
+            timings["rerank_ms"] = (time.perf_counter() - mark) * 1000
+        mark = time.perf_counter()
+        abstain = None
+        if not candidates.sentences:
+            abstain = "no sentence matched the query"
+        elif options.min_relevance is not None and selection.relevance < options.min_relevance:
+            abstain = (f"relevance {selection.relevance:.3f} is below min_relevance {options.min_relevance}: "
+                       "nothing in the collection looks like an answer")
+        elif not selection.runs:
+            abstain = "no sentence fits the token budget"
+        runs = [] if abstain else selection.runs
+        contexts = [_context_from_run(candidates, run, selection.probabilities) for run in runs]
+        contexts = order_contexts(contexts, order=options.order)
+        timings["assemble_ms"] = (time.perf_counter() - mark) * 1000
+        mark = time.perf_counter()
+        yield from self._fill_text(contexts)
+        timings["fetch_ms"] = (time.perf_counter() - mark) * 1000
+        timings["total_ms"] = (time.perf_counter() - started) * 1000
+        trace = {
+            "options": {**asdict(options), "filters": filters},
+            "relevance": round(selection.relevance, 4),
+            "abstain": abstain,
+            "candidates": len(candidates.sentences),
+            "rerank": rerank_trace,
+            "segments": [{"document_id": candidates.documents[candidates.sentences[r.start].document_key][0],
+                          "first_ordinal": candidates.sentences[r.start].ordinal,
+                          "last_ordinal": candidates.sentences[r.end - 1].ordinal,
+                          "value": round(r.value, 4), "tokens": r.tokens} for r in runs],
+            "contexts": [{"document_id": c.citation.document_id, "first_ordinal": c.citation.first_ordinal,
+                          "last_ordinal": c.citation.last_ordinal, "tokens": c.token_count, "score": c.score}
+                         for c in contexts],
+            "timings_ms": {key.removesuffix("_ms"): round(value, 2) for key, value in timings.items()},
+            "notes": candidates.notes,  # what the caller should know: a filter matching nothing
+        }
+        return PipelineResult(query=candidates.query, contexts=contexts, trace=trace, abstained=abstain is not None)
+
+    def _rerank_segment_steps(self, candidates: Candidates, selection, options: PipelineOptions,
+                              budget: int) -> Steps[tuple]:
+        """The cross-encoder's say in segment selection: the best runs within rerank_token_budget
+        (at most rerank_candidates of them, each read up to rerank_tokens) are scored; their
+        sentences' values fold in those scores (segment/values.py); the selection is made again
+        within the real budget."""
+        wide = choose_segments(candidates.sentences, query_idf=candidates.query_idf,
+                               budget=max(budget, options.rerank_token_budget or budget),
+                               max_segments=max(options.k, options.rerank_candidates))
+        runs = wide.runs
+        contexts = [_context_from_run(candidates, run, wide.probabilities) for run in runs]
+        yield from self._fill_text(contexts)
+        passages = [_passage_within(c, options.rerank_tokens) for c in contexts]
+        scores = self.reranker.score(candidates.query, passages)
+        folded = fold_reranker_scores(wide.probabilities, [(r.start, r.end) for r in runs], scores)
+        chosen = choose_segments(candidates.sentences, query_idf=candidates.query_idf, budget=budget,
+                                 max_segments=options.k, sentence_floor=options.sentence_floor,
+                                 probabilities=folded)
+        trace = [{"document_id": c.citation.document_id, "first_ordinal": c.citation.first_ordinal,
+                  "last_ordinal": c.citation.last_ordinal, "score": float(score)} for c, score in zip(contexts, scores)]
+        return chosen, trace
+
+    def _window_steps(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None,
+                      collection: str | None) -> Steps[PipelineResult]:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         rse_params = get_params(options.rse) if options.rse is not None else None
         wanted = max(options.rerank_candidates if (options.rerank or rse_params) else options.k, options.k)
         # Asked for more windows than it returns (to rerank), the SQL walk would merge ever more
         # hits into ever bigger windows; it is held to that many windows' worth of sentences.
-        budget = options.max_sentences or (wanted * (2 * options.window + 1) if wanted > options.k else None)
-        retrieved = self.retriever.search_with(
+        budget = options.max_sentences or (min(wanted * (2 * options.window + 1), LIMITS["max_sentences"].high)
+                                           if wanted > options.k else None)
+        retrieved = yield from self.retriever.search_steps(
             query,
             SearchOptions(k=wanted, window=options.window, mode=options.mode,
                           candidates=options.candidates, clamp=options.clamp, rrf_k=options.rrf_k,
@@ -127,7 +258,7 @@ class Pipeline:
         windows = [_Window(context=c, retrieval_rank=i) for i, c in enumerate(retrieved.contexts)]
 
         mark = time.perf_counter()
-        self._attach_sentences(windows)
+        yield from self._attach_sentences(windows)
         timings["fetch_ms"] = (time.perf_counter() - mark) * 1000
 
         mark = time.perf_counter()
@@ -157,9 +288,12 @@ class Pipeline:
 
         mark = time.perf_counter()
         contexts = order_contexts(contexts, order="score")
-        contexts = apply_token_budget(contexts, budget=options.token_budget, trim=self._trim)
+        notes = list(retrieved.notes)
+        if options.token_budget is None and sum(c.token_count for c in contexts) > MAX_RETURNED_TOKENS:
+            notes.append(f"the contexts were cut to {MAX_RETURNED_TOKENS} tokens (limit token_budget; set a token budget)")
+        contexts = apply_token_budget(contexts, budget=options.token_budget or MAX_RETURNED_TOKENS, trim=self._trim)
         contexts = order_contexts(contexts, order=options.order)
-        self._fill_text(contexts)
+        yield from self._fill_text(contexts)
         timings["assemble_ms"] = (time.perf_counter() - mark) * 1000
         timings["total_ms"] = (time.perf_counter() - started) * 1000
 
@@ -175,19 +309,25 @@ class Pipeline:
                           "last_ordinal": c.citation.last_ordinal, "tokens": c.token_count, "score": c.score}
                          for c in contexts],
             "timings_ms": {key.removesuffix("_ms"): round(value, 2) for key, value in timings.items()},
+            "notes": notes,  # what the caller should know: fewer contexts than k, a cap, a filter matching nothing
         }
-        return PipelineResult(query=retrieved.query, contexts=contexts, trace=trace)
+        abstain = None
+        if not contexts:
+            abstain = ("no RSE segment reached minimum_segment_value" if rse_params is not None and windows
+                       else "no sentence matched the query" if not windows else "no context fits the token budget")
+        trace["abstain"] = abstain
+        return PipelineResult(query=retrieved.query, contexts=contexts, trace=trace, abstained=abstain is not None)
 
     # -- stages -------------------------------------------------------------------------------
 
-    def _attach_sentences(self, windows: list[_Window]) -> None:
+    def _attach_sentences(self, windows: list[_Window]) -> Steps[None]:
         if not windows:
             return
-        rows = self.conn.execute(load_sql("segment_sentences"), {
+        rows = yield Statement(load_sql("segment_sentences"), {
             "documents": [w.context.document_key for w in windows],
             "firsts": [w.context.first_ordinal for w in windows],
             "lasts": [w.context.last_ordinal for w in windows],
-        }).fetchall()
+        })
         by_document: dict[int, dict[int, SentenceInfo]] = {}
         for doc, ordinal, start, end, tokens, section, page in rows:
             by_document.setdefault(doc, {})[ordinal] = SentenceInfo(ordinal, start, end, tokens, section, page)
@@ -265,16 +405,45 @@ class Pipeline:
                                 token_count=sum(s.token_count for s in chosen), document_key=context.document_key,
                                 sentences=list(chosen), hits=hits)
 
-    def _fill_text(self, contexts: list[AssembledContext]) -> None:
+    def _fill_text(self, contexts: list[AssembledContext]) -> Steps[None]:
         if not contexts:
             return
-        rows = self.conn.execute(load_sql("document_slices"), {
+        rows = yield Statement(load_sql("document_slices"), {
             "documents": [c.document_key for c in contexts],
             "starts": [c.citation.start_char for c in contexts],
             "ends": [c.citation.end_char for c in contexts],
-        }).fetchall()
+        })
         for context, (text,) in zip(contexts, rows):
             context.text = text
+
+
+def _context_from_run(candidates: Candidates, run: Run, probabilities: np.ndarray) -> AssembledContext:
+    """A chosen run of candidate sentences as a cited context; its score is the probability that
+    it holds evidence, 1 − Π(1 − p) over its sentences."""
+    chosen = candidates.sentences[run.start:run.end]
+    first, last = chosen[0], chosen[-1]
+    external_id, title = candidates.documents[first.document_key]
+    sentences = [SentenceInfo(c.ordinal, c.start_char, c.end_char, c.token_count, c.section_id, c.page) for c in chosen]
+    hits = [asdict(candidates.hits[(c.document_key, c.ordinal)]) for c in chosen
+            if (c.document_key, c.ordinal) in candidates.hits]
+    citation = Citation(document_id=external_id, title=title, section_path=tuple(candidates.section_paths[first.section_id]),
+                        start_char=first.start_char, end_char=last.end_char, first_ordinal=first.ordinal,
+                        last_ordinal=last.ordinal, pages=tuple(sorted({s.page for s in sentences if s.page is not None})))
+    score = float(1.0 - np.prod(1.0 - probabilities[run.start:run.end]))
+    return AssembledContext(citation=citation, text="", score=score, token_count=run.tokens,
+                            document_key=first.document_key, sentences=sentences, hits=hits)
+
+
+def _passage_within(context: AssembledContext, max_tokens: int | None) -> str:
+    """What the cross-encoder reads of a chosen run: whole sentences around its best hit within
+    MAX_TOKENS (the run itself when it fits)."""
+    if max_tokens is None or context.token_count <= max_tokens:
+        return context.text
+    anchors = {h["sentence_ordinal"] for h in context.hits}
+    span = fit_sentences(context.sentences, budget=max_tokens, anchors=anchors) or (0, 0)
+    first, last = context.sentences[span[0]], context.sentences[span[1]]
+    offset = context.citation.start_char
+    return context.text[first.start_char - offset: last.end_char - offset]
 
 
 def rerank_count(tokens: Sequence[int], *, budget: int | None, minimum: int) -> int:

@@ -53,15 +53,26 @@ class SourceCheckError(ValueError):
 
 
 def iter_sources(paths: Iterable[str | Path]) -> Iterator[SourceDocument | SourceError]:
+    """Documents of files and folders (recursively); a file's document id is ``file_document_id``."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             for child in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
-                yield from _read_file(child, external_id=str(child.relative_to(path.parent)))
+                yield from _read_file(child, external_id=file_document_id(child))
         elif path.is_file():
-            yield from _read_file(path, external_id=str(path))
+            yield from _read_file(path, external_id=file_document_id(path))
         else:
             yield SourceError(str(path), "no such file or folder")
+
+
+def file_document_id(path: str | Path) -> str:
+    """The id of a file's document: its absolute path with symlinks resolved.
+
+    The same file gets the same id however it is named (texts/a.txt, $PWD/texts/a.txt, a.txt
+    from inside texts/, a folder holding it, a symlink to it), from any working directory, so
+    ingesting it again replaces it or leaves it unchanged instead of adding a copy.
+    """
+    return str(Path(path).resolve())
 
 
 def _read_file(path: Path, *, external_id: str) -> Iterator[SourceDocument | SourceError]:
@@ -84,14 +95,16 @@ def _read_file(path: Path, *, external_id: str) -> Iterator[SourceDocument | Sou
         yield SourceError(str(path), f"cannot read: {exc.strerror or exc}")
         return
     if fmt == "pdf":
-        yield SourceDocument(external_id=external_id, format="pdf", data=data, title=path.stem, source=str(path))
+        yield SourceDocument(external_id=external_id, format="pdf", data=data, title=path.stem, source=external_id,
+                             origin=str(path))
         return
     try:
         text = decode_text(data, str(path))
     except ParseError as exc:
         yield SourceError(str(path), str(exc))
         return
-    yield SourceDocument(external_id=external_id, format=fmt, text=text, title=None, source=str(path))
+    yield SourceDocument(external_id=external_id, format=fmt, text=text, title=None, source=external_id,
+                         origin=str(path))
 
 
 def _read_jsonl(path: Path) -> Iterator[SourceDocument | SourceError]:

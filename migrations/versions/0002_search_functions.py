@@ -1,11 +1,11 @@
-"""Retrieval functions: BM25, dense, hybrid (RRF), windows (sql/functions_0002.sql, frozen).
+"""Retrieval functions: BM25, dense, hybrid (RRF), windows (migrations/versions/0002_functions.sql, frozen).
 
 Revision ID: 0002
 Revises: 0001
 """
 from alembic import op
 
-from windowrag_pg.db.sqlfiles import load_sql
+from windowrag_pg.db.sqlfiles import load_frozen_sql
 
 revision = "0002"
 down_revision = "0001"
@@ -26,7 +26,7 @@ FUNCTIONS = (
 
 
 def upgrade() -> None:
-    op.execute(load_sql("functions_0002"))
+    op.execute(load_frozen_sql("0002_functions"))
 
 
 def downgrade() -> None:

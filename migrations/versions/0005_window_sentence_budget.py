@@ -1,4 +1,4 @@
-"""Window sentence budget; faster BM25 top-k (sql/functions.sql).
+"""Window sentence budget; faster BM25 top-k (migrations/versions/0005_functions.sql, frozen).
 
 Revision ID: 0005
 Revises: 0004
@@ -8,11 +8,11 @@ segments past it is skipped. bm25_search (same arguments) cuts long posting list
 proportion to the term's idf (per_term_limit now 2000 for the rarest term), keeps a shortlist of
 max(4·n, 200) and scores it exactly from the sentences' tsvectors (docs/performance.md). Its old signature is dropped first (CREATE OR REPLACE with
 another argument list would add an ambiguous overload). The downgrade re-installs what 0004
-installed (sql/functions_0004.sql). No table changes.
+installed (migrations/versions/0004_functions.sql). No table changes.
 """
 from alembic import op
 
-from windowrag_pg.db.sqlfiles import load_sql
+from windowrag_pg.db.sqlfiles import load_frozen_sql
 
 revision = "0005"
 down_revision = "0004"
@@ -27,9 +27,9 @@ NEW = f"windowrag.search_windows({ARGUMENTS}, integer)"
 
 def upgrade() -> None:
     op.execute(f"DROP FUNCTION IF EXISTS {OLD}")
-    op.execute(load_sql("functions"))
+    op.execute(load_frozen_sql("0005_functions"))
 
 
 def downgrade() -> None:
     op.execute(f"DROP FUNCTION IF EXISTS {NEW}")
-    op.execute(load_sql("functions_0004"))
+    op.execute(load_frozen_sql("0004_functions"))

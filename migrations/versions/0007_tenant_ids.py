@@ -1,7 +1,7 @@
 """Ids no tenant can choose: sequence-only ids for roles under RLS, ids never change (sql/tenant_ids.sql).
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 
 The downgrade drops the four policies and four triggers it added. No table changes, no data.
 """
@@ -10,7 +10,7 @@ from alembic import op
 from windowrag_pg.db.sqlfiles import load_sql
 
 revision = "0007"
-down_revision = "0005"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 

@@ -44,18 +44,26 @@ def connect(url: str | None = None, *, migrate: bool = True, autocommit: bool = 
     except psycopg.OperationalError as exc:
         raise DatabaseError(f"cannot connect to {_redact(resolved)}: {exc}".strip()) from exc
     try:
-        check_server(conn)
-        if migrate:
-            upgrade(conn)
-        register_vector(conn)
-        timeout = statement_timeout_ms()
-        conn.execute(load_sql("set_statement_timeout"), [str(timeout)])
-        if not autocommit:
-            conn.commit()
+        prepare_connection(conn, migrate=migrate)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def prepare_connection(conn: psycopg.Connection, *, migrate: bool = True) -> None:
+    """Make any psycopg connection ready for the library: server checked, schema at head
+    (MIGRATE) or checked to be at head (a read replica cannot migrate), pgvector types
+    registered, statement timeout set."""
+    check_server(conn)
+    if migrate:
+        upgrade(conn)
+    else:
+        check_revision(conn)
+    register_vector(conn)
+    conn.execute(load_sql("set_statement_timeout"), [str(statement_timeout_ms())])
+    if not conn.autocommit:
+        conn.commit()
 
 
 def check_server(conn: psycopg.Connection) -> None:
@@ -116,6 +124,18 @@ def upgrade(conn: psycopg.Connection, revision: str = "head") -> None:
             conn.rollback()
         return
     _run_alembic(conn, "upgrade", revision)
+
+
+def check_revision(conn: psycopg.Connection) -> None:
+    """Refuse a database whose schema is not at the library's head (without migrating it)."""
+    current, head = current_revision(conn), head_revision()
+    if not conn.autocommit:
+        conn.rollback()
+    if current != head:
+        raise DatabaseError(
+            f"the schema of {_redact(_connection_url(conn))} is at revision {current or 'none'}, the library "
+            f"needs {head}: connect to the primary once to migrate it (a replica follows once it has replayed)"
+        )
 
 
 def downgrade(conn: psycopg.Connection, revision: str = "base", *, confirm_data_loss: bool = False) -> None:

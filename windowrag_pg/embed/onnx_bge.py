@@ -80,8 +80,7 @@ class OnnxBgeEmbedder(Embedder):
         checked = check_texts(texts)
         if not checked:
             return []
-        encodings = self._counting_tokenizer.encode_batch_fast(checked, add_special_tokens=False)
-        return [len(encoding.ids) for encoding in encodings]
+        return encoded_lengths(self._counting_tokenizer, checked, add_special_tokens=False)
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         """Character (start, end) of each token of TEXT, special tokens excluded (for chunking)."""
@@ -90,11 +89,14 @@ class OnnxBgeEmbedder(Embedder):
     def _embed(self, texts: list[str], *, batch_size: int, progress: ProgressCallback | None) -> np.ndarray:
         distinct, inverse = unique_texts(texts)
         copies_per_distinct = np.bincount(inverse, minlength=len(distinct))
-        encodings = self._tokenizer.encode_batch_fast(distinct)
+        # Tokenized twice, lengths first and then batch by batch: all encodings of a long document
+        # at once took ~100 bytes a character (5 MB of text: 250 MiB more).
+        lengths = encoded_lengths(self._tokenizer, distinct)
         session = self._get_session()
         vectors = np.empty((len(distinct), self.dimension), dtype=np.float32)
-        for batch_indices in length_sorted_batches(encodings, batch_size):
-            feed = pad_batch([encodings[i] for i in batch_indices], session_input_names(session))
+        for batch_indices in length_sorted_batches(lengths, batch_size):
+            encodings = self._tokenizer.encode_batch_fast([distinct[i] for i in batch_indices])
+            feed = pad_batch(encodings, session_input_names(session))
             last_hidden_state = session.run(None, feed)[0]
             vectors[batch_indices] = l2_normalise(last_hidden_state[:, 0, :])  # CLS token
             if progress is not None:
@@ -149,16 +151,37 @@ def session_input_names(session) -> frozenset[str]:
     return frozenset(node.name for node in session.get_inputs())
 
 
-def length_sorted_batches(encodings: Sequence[Encoding], batch_size: int) -> Iterator[np.ndarray]:
-    """Indices into ``encodings`` in batches of similar length, longest first.
+# Attention holds batch × heads × width² scores per layer, so a batch of 32 texts of 512 tokens
+# took ~2 GB in onnxruntime (its arena keeps the peak). Batches are held to this many
+# width² cells: 32 texts up to 128 tokens (typical sentences: unchanged), 8 of 256, 2 of 512.
+MAX_BATCH_ATTENTION_CELLS = 32 * 128 * 128
+
+
+def encoded_lengths(tokenizer: Tokenizer, texts: Sequence[str], *, add_special_tokens: bool = True,
+                    chunk: int = 256) -> list[int]:
+    """Tokens of each text, tokenized CHUNK texts at a time (encodings are large; lengths are not)."""
+    lengths: list[int] = []
+    for start in range(0, len(texts), chunk):
+        encodings = tokenizer.encode_batch_fast(list(texts[start: start + chunk]), add_special_tokens=add_special_tokens)
+        lengths.extend(len(encoding.ids) for encoding in encodings)
+    return lengths
+
+
+def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[np.ndarray]:
+    """Indices into ``lengths`` (tokens of each text) in batches of similar length, longest first.
 
     Sorting keeps padding (wasted compute) small; callers write results back by index, so
-    the caller's order is restored. Longest first surfaces memory problems early.
+    the caller's order is restored. Longest first surfaces memory problems early. A batch
+    holds at most ``batch_size`` texts and ``MAX_BATCH_ATTENTION_CELLS`` (count × width²).
     """
-    lengths = np.fromiter((len(encoding.ids) for encoding in encodings), dtype=np.int64, count=len(encodings))
+    lengths = np.asarray(lengths, dtype=np.int64)
     order = np.argsort(-lengths, kind="stable")
-    for start in range(0, len(order), batch_size):
-        yield order[start : start + batch_size]
+    start = 0
+    while start < len(order):
+        width = max(1, int(lengths[order[start]]))  # the longest of the batch: sorted longest first
+        size = max(1, min(batch_size, MAX_BATCH_ATTENTION_CELLS // (width * width)))
+        yield order[start : start + size]
+        start += size
 
 
 def pad_batch(encodings: Sequence[Encoding], input_names: frozenset[str]) -> dict[str, np.ndarray]:

@@ -30,6 +30,7 @@ __all__ = [
     "normalize_answer_text",
     "percentile",
     "reciprocal_rank",
+    "wrong_section_at_1",
 ]
 
 
@@ -156,6 +157,29 @@ def evidence_recall_at_k(
     if gold_chars == 0:
         return None
     return covered / gold_chars
+
+
+def wrong_section_at_1(first_section: ContextSpan | None, gold: Sequence[GoldSpan]) -> float | None:
+    """1.0 if the section the first context comes from holds no gold span, else 0.0.
+
+    ``first_section`` is that section's character range in its document - the whole document
+    when the context carries no section (a chunk may cross sections). A section holds a gold
+    span when they share a character (an empty gold span: when its position lies in the
+    section). Pointing the reader at the wrong place is worse than missing: this counts it.
+    ``None`` when there is no gold or no context (abstentions count in the abstain rate).
+    """
+    if not gold or first_section is None:
+        return None
+    s = first_section
+    for g in gold:
+        if g.doc_id != s.doc_id:
+            continue
+        if g.start == g.end:
+            if s.start_char <= g.start <= s.end_char:
+                return 0.0
+        elif g.start < s.end_char and s.start_char < g.end:
+            return 0.0
+    return 1.0
 
 
 _WHITESPACE = re.compile(r"\s+")

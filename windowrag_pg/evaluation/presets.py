@@ -4,18 +4,27 @@ Each preset adds one stage to the one before, so that the evaluation can state e
 gain or loss:
 
     chunks512 / chunks256   naive baseline: fixed-size token chunks, dense top-k, no windows
+    window_nomerge          naive baseline: dense top-k sentences, each sent as its window of 3
+                            (clamped at the section), overlapping windows NOT merged (LlamaIndex
+                            SentenceWindowNodeParser + MetadataReplacementPostProcessor)
     sentence                sentences, dense top-k, no windows
-    window                  + sentence windows (3 each side, clamped at the section)
+    window                  + sentence windows (3 each side, clamped at the section), merged
     hybrid                  + BM25 fused with dense by Reciprocal Rank Fusion
     rerank                  + cross-encoder over the top 20 windows
     rse                     + Relevant Segment Extraction (trims windows to their relevant core)
-    full                    the recommended default (see docs/evaluation.md for the data behind it)
+    windows                 the library defaults with fixed merged windows (selection="windows")
+    full                    the library defaults: PipelineOptions() field by field
+
+Every preset takes a token budget (``token_budget``; ``windowrag eval --token-budget N`` or
+``--budgets ...`` sets it for any preset). The baselines without sentences to trim (chunks,
+no-merge windows) keep whole contexts in rank order while they fit and cut the next one at a
+token boundary of the embedder's tokenizer (evaluation/budget.py).
 
 A configuration can also be read from a JSON file: ``{"name": ..., "collection": {"unit":
 "sentence" | "chunk", "chunk_tokens": 512, "contextual_headers": false}, "k": 5, "window": 3,
 "mode": "hybrid", "rerank": true, "rse": "balanced" | null | {"preset": "balanced",
-"irrelevant_sentence_penalty": 0.2, ...}, ...}``; keys left out take the defaults below,
-and ``"base": "NAME"`` starts from a preset instead.
+"irrelevant_sentence_penalty": 0.2, ...}, "selection": "segments" | "windows", ...}``; keys
+left out take the defaults below, and ``"base": "NAME"`` starts from a preset instead.
 """
 from __future__ import annotations
 
@@ -26,9 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..pipeline import SELECTIONS, PipelineOptions
 from ..segment.rse import RSEParams, get_params
 
 UNITS = ("sentence", "chunk")
+# EvalConfig fields that are Pipeline options (the rest say what is stored or which searcher runs)
+PIPELINE_FIELDS = ("k", "window", "mode", "candidates", "rrf_k", "rerank", "rerank_candidates", "rerank_tokens",
+                   "rerank_token_budget", "max_sentences", "rse", "token_budget", "clamp", "order", "selection",
+                   "min_relevance", "sentence_floor", "radius")
 
 
 class ConfigError(ValueError):
@@ -86,27 +100,55 @@ class EvalConfig:
     token_budget: int | None = None
     clamp: str = "section"
     order: str = "score"
+    # "windows": fixed ±window merged windows (the ablation presets); "segments": value-based
+    # selection under the token budget (the library default once it exists)
+    selection: str = "windows"
+    min_relevance: float | None = None
+    # selection "segments" only: the price of a sentence, and how far from a hit it may be sent
+    sentence_floor: float = 0.0
+    radius: int = 6
+    # False: the no-merge sentence-window baseline (each hit's window its own context)
+    merge_windows: bool = True
 
     def __post_init__(self) -> None:
+        budget = self.token_budget
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+            raise ConfigError(f"config {self.name!r}: token_budget must be a positive integer or null, not {budget!r}")
+        if self.selection not in SELECTIONS:
+            raise ConfigError(f"config {self.name!r}: selection must be one of {', '.join(SELECTIONS)}, "
+                              f"not {self.selection!r}")
+        relevance = self.min_relevance
+        if relevance is not None:
+            if isinstance(relevance, bool) or not isinstance(relevance, (int, float)) or not 0 <= relevance <= 1:
+                raise ConfigError(f"config {self.name!r}: min_relevance must be a number in [0, 1] or null, "
+                                  f"not {relevance!r}")
+            if self.collection.unit == "chunk" or not self.merge_windows:
+                raise ConfigError(f"config {self.name!r}: min_relevance needs the pipeline (the chunk and "
+                                  "no-merge baselines never abstain)")
         if self.collection.unit == "chunk":
             if self.window != 0:
                 raise ConfigError(f"config {self.name!r}: a chunk collection needs window 0 "
                                   "(the chunk is the unit; no neighbours are added)")
-            if self.rerank or self.rse is not None or self.token_budget is not None:
+            if self.rerank or self.rse is not None:
                 raise ConfigError(f"config {self.name!r}: chunk collections are the naive baseline: "
-                                  "top-k chunks only (no rerank, RSE or token budget)")
+                                  "top-k chunks only (no rerank or RSE)")
+        if not self.merge_windows:
+            if self.collection.unit != "sentence" or self.window < 1 or self.rerank or self.rse is not None:
+                raise ConfigError(f"config {self.name!r}: merge_windows false is the no-merge sentence-window "
+                                  "baseline: sentence collection, window >= 1, no rerank or RSE")
         if self.rse is not None:
             get_params(self.rse)  # raises on an unknown preset name
 
+    @property
+    def searcher(self) -> str:
+        """Who searches: "chunks" and "window_nomerge" (evaluation/baselines.py) or "pipeline"."""
+        if self.collection.unit == "chunk":
+            return "chunks"
+        return "pipeline" if self.merge_windows else "window_nomerge"
+
     def pipeline_options(self) -> dict[str, Any]:
         """Keyword arguments of Pipeline.search (besides query and filters)."""
-        return {
-            "k": self.k, "window": self.window, "mode": self.mode, "candidates": self.candidates,
-            "rrf_k": self.rrf_k, "rerank": self.rerank, "rerank_candidates": self.rerank_candidates,
-            "rerank_tokens": self.rerank_tokens,
-            "rerank_token_budget": self.rerank_token_budget, "max_sentences": self.max_sentences,
-            "rse": self.rse, "token_budget": self.token_budget, "clamp": self.clamp, "order": self.order,
-        }
+        return {name: getattr(self, name) for name in PIPELINE_FIELDS}
 
     def replace(self, **changes: Any) -> EvalConfig:
         return dataclasses.replace(self, **changes)
@@ -121,6 +163,13 @@ class EvalConfig:
 
 SENTENCES = CollectionSettings()
 
+
+def library_defaults() -> dict[str, Any]:
+    """PipelineOptions() as EvalConfig fields: what windowrag_pg.search does when told nothing."""
+    defaults = PipelineOptions()
+    return {name: getattr(defaults, name) for name in PIPELINE_FIELDS}
+
+
 PRESETS: dict[str, EvalConfig] = {
     "chunks512": EvalConfig(
         "chunks512", "fixed 512-token chunks, dense top-k (naive baseline)",
@@ -128,6 +177,9 @@ PRESETS: dict[str, EvalConfig] = {
     "chunks256": EvalConfig(
         "chunks256", "fixed 256-token chunks, dense top-k (naive baseline)",
         collection=CollectionSettings(unit="chunk", chunk_tokens=256), window=0, mode="dense"),
+    "window_nomerge": EvalConfig(
+        "window_nomerge", "dense top-k sentences, each as its window of 3, not merged (LlamaIndex-style baseline)",
+        window=3, mode="dense", merge_windows=False),
     "sentence": EvalConfig("sentence", "sentences, dense top-k, no window", window=0, mode="dense"),
     "window": EvalConfig("window", "sentences, dense, window 3", window=3, mode="dense"),
     "hybrid": EvalConfig("hybrid", "sentences, BM25 + dense (RRF), window 3", window=3, mode="hybrid"),
@@ -135,13 +187,13 @@ PRESETS: dict[str, EvalConfig] = {
                          mode="hybrid", rerank=True),
     "rse": EvalConfig("rse", "rerank + RSE (balanced)", window=3, mode="hybrid", rerank=True,
                       rse="balanced"),
-    # The recommended default, decided from docs/evaluation.md ("Recommendation"): hybrid, window 3,
-    # 20 candidates per list. The cross-encoder and RSE are left out: on these sets RSE (balanced)
-    # loses 8-15 points of hit@5 / evidence recall for half the tokens, and the cross-encoder costs
-    # seconds a query on CPU. 20 candidates (instead of 50) lost nothing on held-out SQuAD questions
-    # and stops the window walk sooner in short documents (fewer tokens on contracts).
-    "full": EvalConfig("full", "recommended default: hybrid (BM25 + dense, RRF), window 3, 20 candidates",
-                       window=3, mode="hybrid", candidates=20),
+    # Today's fixed windows at the library's other defaults (its token budget included), so that
+    # `windows` against `full` is the value-based selection's gain at equal tokens.
+    "windows": EvalConfig("windows", "library defaults with fixed merged windows: hybrid, window 3, 20 candidates",
+                          **{**library_defaults(), "selection": "windows", "window": 3, "mode": "hybrid",
+                             "candidates": 20, "rerank": False, "rse": None, "min_relevance": None}),
+    # Whatever windowrag_pg.search does by default (a test holds them equal field by field).
+    "full": EvalConfig("full", "the library defaults (PipelineOptions())", **library_defaults()),
 }
 
 ORDER = tuple(PRESETS)

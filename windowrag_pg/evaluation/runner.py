@@ -8,6 +8,9 @@ document only (``filters={"document_id": ...}``).
 The sample is nested: the queries are shuffled once with ``seed`` and the first ``limit`` are
 taken, so a 300-query sample is the first 300 of the 1,000-query sample with the same seed
 and configurations run on different sample sizes can be compared on the common part.
+
+Out-of-corpus runs (``out_of_corpus``) ask one set's queries of another set's collection: the
+gold is dropped (nothing there answers them), so only the abstain rate means something.
 """
 from __future__ import annotations
 
@@ -23,18 +26,16 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg import sql
 
-from ..assemble.context import AssembledContext, Citation
 from ..db.sqlfiles import load_sql
 from ..embed.base import Embedder
 from ..ingest import Ingestor
 from ..rerank.base import Reranker
-from ..retrieve.filters import compile_filters
 from ..sources import SourceError, iter_sources
 from ..store.collections import get_collection
 from ..store.writer import delete_document
 from . import metrics as m
+from .baselines import ChunkSearcher, SentenceWindowSearcher
 from .presets import EvalConfig, get_config
 
 STAGES = ("embed", "sql", "fetch", "rerank", "rse", "assemble")
@@ -74,10 +75,36 @@ def sample_queries(queries: Sequence[dict], *, limit: int | None, seed: int, ski
     return [queries[i] for i in order]
 
 
-def dataset_name(documents_path: str | Path) -> str:
-    """The dataset is named after the folder of its documents file (squad-dev/documents.jsonl)."""
-    path = Path(documents_path).resolve()
-    return path.parent.name if path.stem == "documents" else path.stem
+OUT_OF_CORPUS = ("scoped", "unscoped")
+
+
+def out_of_corpus_queries(queries: Sequence[dict], *, scope: str, document_ids: Sequence[str],
+                          seed: int) -> list[dict]:
+    """QUERIES asked of a collection that does not answer them: gold and answers dropped.
+
+    ``scope="unscoped"`` searches the whole collection; ``"scoped"`` searches one document per
+    query, as the in-corpus queries of a scoped set (ContractNLI) are: a document of
+    DOCUMENT_IDS chosen by SEED and the query's id, so the same query always gets the same
+    document whatever the sample.
+    """
+    if scope not in OUT_OF_CORPUS:
+        raise ValueError(f"out_of_corpus must be one of {', '.join(OUT_OF_CORPUS)}, not {scope!r}")
+    documents = sorted(str(d) for d in document_ids)
+    if scope == "scoped" and not documents:
+        raise ValueError("out-of-corpus queries cannot be scoped: the collection has no documents")
+    asked = []
+    for query in queries:
+        row = {**query, "gold": [], "answers": [], "scope_doc_id": None}
+        if scope == "scoped":
+            row["scope_doc_id"] = random.Random(f"{seed}:{query.get('id')}").choice(documents)
+        asked.append(row)
+    return asked
+
+
+def dataset_name(path: str | Path) -> str:
+    """A dataset is named after the folder of its documents or queries file (squad-dev/documents.jsonl)."""
+    path = Path(path).resolve()
+    return path.parent.name if path.stem in ("documents", "queries") else path.stem
 
 
 def machine_load() -> dict[str, Any]:
@@ -134,12 +161,18 @@ def ensure_ingested(conn: psycopg.Connection, *, documents_path: str | Path, con
 
 
 def score_query(query: dict[str, Any], contexts: Sequence[Any], *, tokens: Sequence[int],
-                timings_ms: dict[str, float]) -> dict[str, Any]:
-    """Per-query row: contexts are AssembledContext (or anything with .citation and .text)."""
+                timings_ms: dict[str, float], first_section: m.ContextSpan | None = None,
+                abstained: bool | None = None, token_budget: int | None = None) -> dict[str, Any]:
+    """Per-query row: contexts are AssembledContext (or anything with .citation and .text).
+
+    ``first_section``: the character range of the first context's section (wrong_section@1);
+    ``abstained``: what the searcher said (default: no context returned).
+    """
     spans = [m.ContextSpan(c.citation.document_id, c.citation.start_char, c.citation.end_char, c.text)
              for c in contexts]
     gold = [m.GoldSpan(str(g["doc_id"]), int(g["start"]), int(g["end"])) for g in query.get("gold") or []]
     answers = query.get("answers") or []
+    total = int(sum(tokens))
     row: dict[str, Any] = {
         "id": str(query.get("id")),
         "hit@1": m.hit_at_k(spans, gold, 1),
@@ -148,11 +181,13 @@ def score_query(query: dict[str, Any], contexts: Sequence[Any], *, tokens: Seque
         "answer_hit@5": m.answer_hit_at_k(spans, answers, 5) if answers else None,
         "evidence_recall@5": m.evidence_recall_at_k(spans, gold, 5),
         "rr": m.reciprocal_rank(spans, gold),
-        "tokens": int(sum(tokens)),
+        "wrong_section@1": m.wrong_section_at_1(first_section if spans else None, gold),
+        "tokens": total,
         "tokens_reported": int(sum(c.token_count for c in contexts)),
+        "over_budget": None if token_budget is None else float(total > token_budget),
         "duplicated_chars": m.duplicated_chars(spans),
         "duplicated_tokens": m.duplicated_tokens(spans, list(tokens)),
-        "abstain": 0.0 if contexts else 1.0,
+        "abstain": float(not contexts if abstained is None else abstained),
         "n_contexts": len(contexts),
         "latency_ms": float(timings_ms.get("total", 0.0)),
         "contexts": [[c.citation.document_id, c.citation.start_char, c.citation.end_char, int(t)]
@@ -173,6 +208,10 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "abstain_rate": agg.get("abstain"), "latency_ms_p50": agg.get("latency_ms_p50"),
         "latency_ms_p95": agg.get("latency_ms_p95"),
         # extras
+        "wrong_section@1": agg.get("wrong_section@1"),
+        "wrong_section@1_n": agg.get("wrong_section@1_n"),
+        "over_budget_rate": agg.get("over_budget"),
+        "tokens_max": max((r["tokens"] for r in rows), default=None),
         "latency_ms_mean": agg.get("latency_ms"),
         "duplicated_tokens": sum(r["duplicated_tokens"] for r in rows),
         "duplicated_chars": sum(r["duplicated_chars"] for r in rows),
@@ -183,6 +222,19 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for stage in STAGES:
         metrics[f"latency_{stage}_ms_mean"] = agg.get(f"latency_{stage}_ms")
     return metrics
+
+
+def first_section(conn: psycopg.Connection, *, collection: str, config: EvalConfig,
+                  context: Any) -> m.ContextSpan:
+    """The character range of the section the context starts in; the whole document for chunks
+    (a chunk may cross sections) or when the database knows no such section."""
+    document_id = context.citation.document_id
+    if config.collection.unit == "sentence":
+        row = conn.execute(load_sql("context_section"), {"collection": collection, "document_id": document_id,
+                                                         "position": context.citation.start_char}).fetchone()
+        if row is not None:
+            return m.ContextSpan(document_id, int(row[0]), int(row[1]))
+    return m.ContextSpan(document_id, 0, 2**31 - 1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,62 +290,116 @@ class CachingReranker(Reranker):
 
 
 # --------------------------------------------------------------------------------------------
-# The chunk baseline's search
+# The run
 # --------------------------------------------------------------------------------------------
-
 
 
 @dataclass(slots=True)
-class _Result:
-    contexts: list[AssembledContext]
-    trace: dict[str, Any]
+class _Setup:
+    """What every budget of a run shares: the ingested collection, the queries, the searcher."""
+
+    config: EvalConfig
+    dataset: str
+    queries: list[dict[str, Any]]
+    searcher: Any
+    ingest: dict[str, Any]
+    embedder: Embedder
+    reranker: Reranker | None
+    load_before: dict[str, Any]
+    queries_dataset: str
 
 
-class ChunkSearcher:
-    """Top-k chunks as they are: the naive baseline (LlamaIndex / Haystack fixed-size chunks).
+def _make_searcher(conn: psycopg.Connection, config: EvalConfig, *, collection: str, embedder: Embedder,
+                   reranker: Reranker | None):
+    if config.searcher == "chunks":
+        return ChunkSearcher(conn, collection=collection, embedder=embedder)
+    if config.searcher == "window_nomerge":
+        return SentenceWindowSearcher(conn, collection=collection, embedder=embedder)
+    from ..pipeline import Pipeline
 
-    Not windowrag.search_windows: that function merges units that touch (right for sentence
-    windows: no text twice, contiguous text stays contiguous) and walks on until it has k
-    *merged* segments, so over a contract of six chunks it would return the whole contract.
-    The baseline must send exactly the k best chunks, each as its own context.
-    """
-
-    def __init__(self, conn: psycopg.Connection, *, collection: str, embedder: Embedder) -> None:
-        self.conn = conn
-        self.collection = collection
-        self.embedder = embedder
-
-    def search(self, query: str, *, filters: dict[str, Any] | None = None, k: int = 5, mode: str = "dense",
-               candidates: int = 50, rrf_k: int = 60, **_: Any) -> _Result:
-        started = time.perf_counter()
-        embedding = None if mode == "bm25" else self.embedder.embed_query(query)
-        embed_ms = (time.perf_counter() - started) * 1000
-        condition, params = compile_filters(filters)
-        document_ids = (sql.SQL(load_sql("filtered_document_ids")).format(condition=condition)
-                        if filters else sql.SQL("NULL"))
-        statement = sql.SQL(load_sql("chunk_top_k")).format(document_ids=document_ids)
-        params.update(collection=self.collection, query=query, embedding=embedding, mode=mode,
-                      candidates=max(candidates, k), rrf_k=rrf_k, ef_search=max(100, candidates), k=k)
-        mark = time.perf_counter()
-        rows = self.conn.execute(statement, params, prepare=False).fetchall()
-        sql_ms = (time.perf_counter() - mark) * 1000
-        contexts = []
-        for doc_key, external_id, title, ordinal, start, end, text, tokens, score, dense_rank, bm25_rank in rows:
-            citation = Citation(document_id=external_id, title=title, section_path=(), start_char=start,
-                                end_char=end, first_ordinal=ordinal, last_ordinal=ordinal)
-            contexts.append(AssembledContext(
-                citation=citation, text=text, score=float(score), token_count=int(tokens or 0),
-                document_key=doc_key,
-                hits=[{"sentence_ordinal": ordinal, "dense_rank": dense_rank, "bm25_rank": bm25_rank,
-                       "rrf_score": float(score)}]))
-        total_ms = (time.perf_counter() - started) * 1000
-        return _Result(contexts, {"timings_ms": {"embed": round(embed_ms, 2), "sql": round(sql_ms, 2),
-                                                 "total": round(total_ms, 2)}})
+    return Pipeline(conn, collection=collection, embedder=embedder, reranker=reranker)
 
 
-# --------------------------------------------------------------------------------------------
-# The run
-# --------------------------------------------------------------------------------------------
+def _setup(conn: psycopg.Connection, *, documents_path: str | Path, queries_path: str | Path,
+           config: str | Path | EvalConfig, limit: int | None, seed: int, skip: int, progress: bool,
+           embedder: Embedder | None, reranker: Reranker | None, dataset: str | None,
+           out_of_corpus: str | None) -> _Setup:
+    from ..embed import get_embedder
+
+    config = get_config(config)
+    dataset = dataset or dataset_name(documents_path)
+    embedder = embedder or get_embedder()
+    load_before = machine_load()
+    ingest = ensure_ingested(conn, documents_path=documents_path, config=config, dataset=dataset,
+                             embedder=embedder, progress=progress)
+    queries = sample_queries(read_queries(queries_path), limit=limit, seed=seed, skip=skip)
+    if out_of_corpus is not None:
+        collection = get_collection(conn, ingest["collection"])
+        documents = [row[0] for row in conn.execute(load_sql("collection_external_ids"), [collection.id]).fetchall()]
+        queries = out_of_corpus_queries(queries, scope=out_of_corpus, document_ids=documents, seed=seed)
+    searcher = _make_searcher(conn, config, collection=ingest["collection"], embedder=embedder, reranker=reranker)
+    return _Setup(config=config, dataset=dataset, queries=queries, searcher=searcher, ingest=ingest,
+                  embedder=embedder, reranker=reranker, load_before=load_before,
+                  queries_dataset=dataset_name(queries_path))
+
+
+def _run_queries(conn: psycopg.Connection, setup: _Setup, config: EvalConfig, *,
+                 progress: bool) -> tuple[list[dict[str, Any]], float]:
+    """Search and score every query of SETUP with CONFIG: (rows, wall seconds)."""
+    from tqdm import tqdm
+
+    options = config.pipeline_options()
+    reranker = setup.reranker
+
+    def search(query: dict[str, Any], *, text: str | None = None):
+        scope = query.get("scope_doc_id")
+        filters = {"document_id": str(scope)} if scope is not None else None
+        return setup.searcher.search(text or query["query"], filters=filters, **options)
+
+    if setup.queries:  # warm-up (model loading, caches), not timed; its own text so no rerank score is cached
+        search(setup.queries[0], text=f"{setup.queries[0]['query']} (warm-up)")
+
+    rows = []
+    started = time.perf_counter()
+    label = f"{setup.dataset} {config.name}" + (f" @{config.token_budget}" if config.token_budget else "")
+    for query in tqdm(setup.queries, unit="q", desc=label, disable=None if progress else True,
+                      file=sys.stderr, leave=False):
+        if isinstance(reranker, CachingReranker):
+            reranker.last_saved_ms = 0.0
+        result = search(query)
+        timings = dict(result.trace.get("timings_ms", {}))
+        if isinstance(reranker, CachingReranker) and reranker.last_saved_ms:
+            # the cross-encoder's cost as first measured, as if this run had paid it
+            timings["rerank"] = timings.get("rerank", 0.0) + reranker.last_saved_ms
+            timings["total"] = timings.get("total", 0.0) + reranker.last_saved_ms
+        contexts = result.contexts
+        tokens = setup.embedder.count_tokens([c.text for c in contexts]) if contexts else []
+        section = (first_section(conn, collection=setup.ingest["collection"], config=config, context=contexts[0])
+                   if contexts and query.get("gold") else None)
+        row = score_query(query, contexts, tokens=tokens, timings_ms=timings, first_section=section,
+                          abstained=getattr(result, "abstained", None), token_budget=config.token_budget)
+        # the pipeline's P(the corpus answers): any min_relevance can be simulated from the rows
+        relevance = result.trace.get("relevance")
+        row["relevance"] = float(relevance) if isinstance(relevance, (int, float)) else None
+        rows.append(row)
+    return rows, time.perf_counter() - started
+
+
+def _summary(setup: _Setup, *, seed: int, limit: int | None, skip: int, out_of_corpus: str | None) -> dict[str, Any]:
+    summary: dict[str, Any] = {
+        "dataset": setup.dataset,
+        "config": setup.config.name,
+        "n_queries": len(setup.queries),
+        "settings": setup.config.as_dict(),
+        "collection": setup.ingest["collection"],
+        "seed": seed,
+        "limit": limit,
+        "skip": skip,
+        "ingest": setup.ingest,
+    }
+    if out_of_corpus is not None:
+        summary.update(out_of_corpus=out_of_corpus, queries_dataset=setup.queries_dataset)
+    return summary
 
 
 def run_eval(
@@ -310,71 +416,71 @@ def run_eval(
     dataset: str | None = None,
     keep_rows: bool = False,
     skip: int = 0,
+    out_of_corpus: str | None = None,
 ) -> dict[str, Any]:
     """Ingest (if needed), run the sampled queries with ``config``, return the summary dict.
 
     ``{"dataset", "config" (its name), "n_queries", "metrics": {...}}`` plus ``"settings"`` (the
     whole configuration), ``"collection"``,
     ``"seed"``, ``"limit"``, ``"ingest"``, ``"load"`` (machine load before and after) and,
-    with ``keep_rows``, ``"rows"`` (one dict per query).
+    with ``keep_rows``, ``"rows"`` (one dict per query). ``out_of_corpus`` ("scoped" |
+    "unscoped"): the queries are another set's, asked of this collection
+    (:func:`out_of_corpus_queries`); the result then says so and names the queries' set.
     """
-    from tqdm import tqdm
-
-    from ..embed import get_embedder
-    from ..pipeline import Pipeline
-
-    config = get_config(config)
-    dataset = dataset or dataset_name(documents_path)
-    embedder = embedder or get_embedder()
-    load_before = machine_load()
-
-    ingest = ensure_ingested(conn, documents_path=documents_path, config=config, dataset=dataset,
-                             embedder=embedder, progress=progress)
-    queries = sample_queries(read_queries(queries_path), limit=limit, seed=seed, skip=skip)
-    if config.collection.unit == "chunk":
-        pipe = ChunkSearcher(conn, collection=ingest["collection"], embedder=embedder)
-    else:
-        pipe = Pipeline(conn, collection=ingest["collection"], embedder=embedder, reranker=reranker)
-    options = config.pipeline_options()
-
-    def search(query: dict[str, Any], *, text: str | None = None):
-        scope = query.get("scope_doc_id")
-        filters = {"document_id": str(scope)} if scope is not None else None
-        return pipe.search(text or query["query"], filters=filters, **options)
-
-    if queries:  # warm-up (model loading, caches), not timed; its own text so no rerank score is cached
-        search(queries[0], text=f"{queries[0]['query']} (warm-up)")
-
-    rows = []
-    started = time.perf_counter()
-    for query in tqdm(queries, unit="q", desc=f"{dataset} {config.name}", disable=None if progress else True,
-                      file=sys.stderr, leave=False):
-        if isinstance(reranker, CachingReranker):
-            reranker.last_saved_ms = 0.0
-        result = search(query)
-        timings = dict(result.trace.get("timings_ms", {}))
-        if isinstance(reranker, CachingReranker) and reranker.last_saved_ms:
-            # the cross-encoder's cost as first measured, as if this run had paid it
-            timings["rerank"] = timings.get("rerank", 0.0) + reranker.last_saved_ms
-            timings["total"] = timings.get("total", 0.0) + reranker.last_saved_ms
-        tokens = embedder.count_tokens([c.text for c in result.contexts]) if result.contexts else []
-        rows.append(score_query(query, result.contexts, tokens=tokens, timings_ms=timings))
-    wall = time.perf_counter() - started
-
-    summary: dict[str, Any] = {
-        "dataset": dataset,
-        "config": config.name,
-        "n_queries": len(rows),
-        "metrics": summarise(rows),
-        "settings": config.as_dict(),
-        "collection": ingest["collection"],
-        "seed": seed,
-        "limit": limit,
-        "skip": skip,
-        "ingest": ingest,
-        "wall_seconds": round(wall, 2),
-        "load": {"before": load_before, "after": machine_load()},
-    }
+    setup = _setup(conn, documents_path=documents_path, queries_path=queries_path, config=config, limit=limit,
+                   seed=seed, skip=skip, progress=progress, embedder=embedder, reranker=reranker, dataset=dataset,
+                   out_of_corpus=out_of_corpus)
+    rows, wall = _run_queries(conn, setup, setup.config, progress=progress)
+    summary = _summary(setup, seed=seed, limit=limit, skip=skip, out_of_corpus=out_of_corpus)
+    summary.update(metrics=summarise(rows), token_budget=setup.config.token_budget, wall_seconds=round(wall, 2),
+                   load={"before": setup.load_before, "after": machine_load()})
     if keep_rows:
         summary["rows"] = rows
+    return summary
+
+
+def run_curve(
+    conn: psycopg.Connection,
+    *,
+    documents_path: str | Path,
+    queries_path: str | Path,
+    config: str | Path | EvalConfig,
+    budgets: Sequence[int],
+    limit: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    embedder: Embedder | None = None,
+    reranker: Reranker | None = None,
+    dataset: str | None = None,
+    keep_rows: bool = False,
+    skip: int = 0,
+    out_of_corpus: str | None = None,
+) -> dict[str, Any]:
+    """``config`` once per token budget, on one ingestion and one query sample.
+
+    ``{"dataset", "config", "curve": [{"token_budget": B, "metrics": {...}, "wall_seconds",
+    ("rows")}, ...]}`` plus the keys of :func:`run_eval` that do not depend on the budget.
+    With the cross-encoder, each window is scored once for all budgets (CachingReranker; the
+    latency figures add the first scoring's time back).
+    """
+    budgets = [int(b) for b in budgets]
+    if not budgets or any(b < 1 for b in budgets):
+        raise ValueError(f"budgets must be positive integers, not {budgets!r}")
+    config = get_config(config)
+    if config.rerank and reranker is None:
+        from ..rerank import get_reranker
+
+        reranker = CachingReranker(get_reranker())
+    setup = _setup(conn, documents_path=documents_path, queries_path=queries_path, config=config, limit=limit,
+                   seed=seed, skip=skip, progress=progress, embedder=embedder, reranker=reranker, dataset=dataset,
+                   out_of_corpus=out_of_corpus)
+    curve = []
+    for budget in budgets:
+        rows, wall = _run_queries(conn, setup, config.replace(token_budget=budget), progress=progress)
+        point: dict[str, Any] = {"token_budget": budget, "metrics": summarise(rows), "wall_seconds": round(wall, 2)}
+        if keep_rows:
+            point["rows"] = rows
+        curve.append(point)
+    summary = _summary(setup, seed=seed, limit=limit, skip=skip, out_of_corpus=out_of_corpus)
+    summary.update(budgets=budgets, curve=curve, load={"before": setup.load_before, "after": machine_load()})
     return summary

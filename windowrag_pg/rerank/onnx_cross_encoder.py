@@ -75,7 +75,7 @@ class OnnxCrossEncoder(Reranker):
         session = self._get_session()
         input_names = session_input_names(session)
         logits = np.empty(len(distinct), dtype=np.float64)
-        for batch_indices in length_sorted_batches(encodings, batch_size):
+        for batch_indices in length_sorted_batches([len(e.ids) for e in encodings], batch_size):
             feed = pad_batch([encodings[i] for i in batch_indices], input_names)
             logits[batch_indices] = session.run(None, feed)[0][:, 0]
         return logits[inverse]

@@ -1,7 +1,9 @@
-"""Retriever: a query → merged, section-clamped sentence windows, in one round trip.
+"""Retriever: a query → merged, section-clamped sentence windows, or the candidate sentences
+around the hits with their signals, in one round trip each.
 
-The work happens in SQL (sql/functions.sql: windowrag.search_windows); this class embeds the
-query, compiles filters and turns rows into Context values.
+The work happens in SQL (sql/functions.sql: windowrag.search_windows and
+windowrag.candidate_sentences); this class embeds the query, compiles filters and turns rows
+into values (Context, CandidateSentence).
 """
 from __future__ import annotations
 
@@ -14,16 +16,21 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from ..db.source import connection_source
+from ..db.statements import Statement, Steps, run_steps
 from ..db.sqlfiles import load_sql
 from ..embed import get_embedder
 from ..embed.base import Embedder
+from ..limits import LIMITS, first_problem, problem
 from ..parse import has_visible_text
-from ..store.collections import Collection, get_collection
+from ..segment.values import CandidateSentence
+from ..store.collections import Collection, collection_from_row
+from ..store.documents import unmatched_filter_steps
 from .filters import compile_filters
 
 MODES = ("hybrid", "dense", "bm25")
 CLAMPS = ("section", "document")
-MAX_QUERY_CHARS = 20_000
+MAX_QUERY_CHARS = LIMITS["query_chars"].high
 
 
 class QueryError(ValueError):
@@ -64,9 +71,24 @@ class SearchResult:
     query: str
     contexts: list[Context]
     timings_ms: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # why fewer than k contexts came back, …
 
     def as_dict(self) -> dict[str, Any]:
         return {"query": self.query, "contexts": [c.as_dict() for c in self.contexts]}
+
+
+@dataclass(slots=True)
+class Candidates:
+    """The sentences that could be sent for a query (document order), with what citing them needs."""
+
+    query: str
+    sentences: list[CandidateSentence]
+    documents: dict[int, tuple[str, str | None]]  # document key -> (external id, title)
+    section_paths: dict[int, list[str]]  # section id -> heading path
+    hits: dict[tuple[int, int], Hit]  # (document key, ordinal) -> its fused ranks
+    query_idf: float = 0.0  # idf mass of all the query's lexemes (unknown ones as the rarest)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # a filter that matches no document, …
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,21 +106,20 @@ class SearchOptions:
     b: float = 0.75
     # sentences all segments may hold together (None: no budget; merged windows may grow)
     max_sentences: int | None = None
+    # candidate_sentences: how far from a hit (sentences, within its section) a sentence may be sent
+    radius: int = 6
 
     def check(self) -> None:
         if self.mode not in MODES:
             raise QueryError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.clamp not in CLAMPS:
             raise QueryError(f"clamp must be one of {', '.join(CLAMPS)}, not {self.clamp!r}")
-        for name in ("k", "candidates", "ef_search", "rrf_k"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or not 1 <= value <= 10_000:
-                raise QueryError(f"{name} must be an integer between 1 and 10000, not {value!r}")
-        if self.max_sentences is not None and (not isinstance(self.max_sentences, int)
-                                               or not 1 <= self.max_sentences <= 1_000_000):
-            raise QueryError(f"max_sentences must be an integer between 1 and 1000000, not {self.max_sentences!r}")
-        if not isinstance(self.window, int) or not 0 <= self.window <= 1000:
-            raise QueryError(f"window must be an integer between 0 and 1000, not {self.window!r}")
+        found = first_problem(k=self.k, candidates=self.candidates, ef_search=self.ef_search, rrf_k=self.rrf_k,
+                              window=self.window, max_sentences=self.max_sentences)
+        if found:
+            raise QueryError(found)
+        if not isinstance(self.radius, int) or isinstance(self.radius, bool) or not 0 <= self.radius <= 1000:
+            raise QueryError(f"radius must be an integer between 0 and 1000, not {self.radius!r}")
         for name in ("dense_weight", "bm25_weight", "k1", "b"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
@@ -106,11 +127,15 @@ class SearchOptions:
 
 
 class Retriever:
-    """Search one database; the embedder must be the one the collection was built with."""
+    """Search one database; the embedder must be the one the collection was built with.
 
-    def __init__(self, conn: psycopg.Connection, *, embedder: Embedder | None = None,
+    CONN: a psycopg Connection, a psycopg_pool ConnectionPool or a URL (windowrag_pg.db.source);
+    a pooled connection is held only while a statement runs, never while the model embeds.
+    """
+
+    def __init__(self, conn: psycopg.Connection | Any, *, embedder: Embedder | None = None,
                  collection: str = "default") -> None:
-        self.conn = conn
+        self.source = connection_source(conn)
         self._embedder = embedder
         self.collection_name = collection
         self._collections: dict[str, Collection] = {}
@@ -122,11 +147,13 @@ class Retriever:
         return self._embedder
 
     def collection(self, name: str | None = None) -> Collection:
+        return run_steps(self.collection_steps(name), self.source)
+
+    def collection_steps(self, name: str | None = None) -> Steps[Collection]:
         name = name or self.collection_name
         if name not in self._collections:
-            self._collections[name] = get_collection(self.conn, name)
-            if not self.conn.autocommit:
-                self.conn.rollback()
+            rows = yield Statement(load_sql("get_collection"), [name])
+            self._collections[name] = collection_from_row(name, rows[0] if rows else None)
         return self._collections[name]
 
     def search(
@@ -155,9 +182,49 @@ class Retriever:
 
     def search_with(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
                     collection: str | None = None, query_embedding: np.ndarray | None = None) -> SearchResult:
+        return run_steps(self.search_steps(query, options, filters=filters, collection=collection,
+                                           query_embedding=query_embedding), self.source)
+
+    def search_steps(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
+                     collection: str | None = None, query_embedding: np.ndarray | None = None) -> Steps[SearchResult]:
+        """search_with as steps (windowrag_pg.db.statements): the statements it needs, yielded."""
+        query, target, embedding, timings = yield from self._prepare(query, options, collection, query_embedding)
+        statement, params = build_search_statement(target.name, query, embedding, options, filters)
+        rows = yield from _timed(Statement(statement, params, prepare=False), timings)
+        notes = []
+        if filters and not rows:
+            notes.extend((yield from unmatched_filter_steps(target, filters)))
+        contexts = [_context(row) for row in rows]
+        # Fewer windows than k although a candidate list was full: more candidates would give more.
+        if len(contexts) < options.k and any(options.candidates in (h.dense_rank, h.bm25_rank)
+                                             for c in contexts for h in c.hits):
+            notes.append(f"{len(contexts)} contexts for k={options.k}: the best {options.candidates} sentences of "
+                         f"each list made no more windows (raise candidates, up to {LIMITS['candidates'].high})")
+        return SearchResult(query=query, contexts=contexts, timings_ms=timings, notes=notes)
+
+    def candidates_with(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
+                        collection: str | None = None, query_embedding: np.ndarray | None = None) -> Candidates:
+        """Every sentence within options.radius of the best options.candidates fused hits."""
+        return run_steps(self.candidates_steps(query, options, filters=filters, collection=collection,
+                                               query_embedding=query_embedding), self.source)
+
+    def candidates_steps(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
+                         collection: str | None = None, query_embedding: np.ndarray | None = None) -> Steps[Candidates]:
+        query, target, embedding, timings = yield from self._prepare(query, options, collection, query_embedding)
+        statement, params = build_search_statement(target.name, query, embedding, options, filters,
+                                                   template="candidate_sentences")
+        rows = yield from _timed(Statement(statement, params, prepare=False), timings)
+        candidates = candidates_from_rows(query, rows, timings)
+        if filters and not rows:
+            candidates.notes.extend((yield from unmatched_filter_steps(target, filters)))
+        return candidates
+
+    def _prepare(self, query: str, options: SearchOptions, collection: str | None,
+                 query_embedding: np.ndarray | None) -> Steps[tuple]:
+        """Checked query, its collection, its embedding (None for BM25 alone), and timings so far."""
         options.check()
         query = check_query(query)
-        target = self.collection(collection)
+        target = yield from self.collection_steps(collection)
         timings: dict[str, float] = {}
         started = time.perf_counter()
         embedding = None
@@ -171,30 +238,31 @@ class Retriever:
                 query_embedding = self.embedder.embed_query(query)
             embedding = check_embedding(query_embedding, target.dimension)
         timings["embed_ms"] = (time.perf_counter() - started) * 1000
+        return query, target, embedding, timings
 
-        statement, params = build_search_statement(target.name, query, embedding, options, filters)
-        started = time.perf_counter()
-        rows = self.conn.execute(statement, params, prepare=False).fetchall()
-        if not self.conn.autocommit:
-            self.conn.rollback()
-        timings["sql_ms"] = (time.perf_counter() - started) * 1000
-        return SearchResult(query=query, contexts=[_context(row) for row in rows], timings_ms=timings)
+
+def _timed(statement: Statement, timings: dict[str, float]) -> Steps[list]:
+    started = time.perf_counter()
+    rows = yield statement
+    timings["sql_ms"] = (time.perf_counter() - started) * 1000
+    return rows
 
 
 def build_search_statement(collection: str, query: str, embedding: np.ndarray | None,
-                           options: SearchOptions, filters: dict[str, Any] | None):
+                           options: SearchOptions, filters: dict[str, Any] | None,
+                           *, template: str = "search_windows"):
     condition, params = compile_filters(filters)
     if filters:
         document_ids = sql.SQL(load_sql("filtered_document_ids")).format(condition=condition)
     else:
         document_ids = sql.SQL("NULL")
-    statement = sql.SQL(load_sql("search_windows")).format(document_ids=document_ids)
+    statement = sql.SQL(load_sql(template)).format(document_ids=document_ids)
     params.update(
         collection=collection, query=query, embedding=embedding, k=options.k, window=options.window,
         mode=options.mode, candidates=options.candidates, clamp=options.clamp, rrf_k=options.rrf_k,
         dense_weight=float(options.dense_weight), bm25_weight=float(options.bm25_weight),
         ef_search=options.ef_search, k1=float(options.k1), b=float(options.b),
-        max_sentences=options.max_sentences,
+        max_sentences=options.max_sentences, radius=options.radius,
     )
     return statement, params
 
@@ -203,7 +271,7 @@ def check_query(query: Any) -> str:
     if not isinstance(query, str):
         raise QueryError(f"query must be a string, got {type(query).__name__}")
     if len(query) > MAX_QUERY_CHARS:
-        raise QueryError(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
+        raise QueryError(problem("query_chars", len(query)))
     if "\x00" in query:
         raise QueryError("query contains a NUL character")
     try:
@@ -244,3 +312,24 @@ def _context(row) -> Context:
         hits=[Hit(h["sentence_ordinal"], h.get("dense_rank"), h.get("bm25_rank"), float(h["rrf_score"])) for h in hits],
         first_ordinal=first, last_ordinal=last, token_count=int(tokens or 0), document_key=doc_key,
     )
+
+
+def candidates_from_rows(query: str, rows, timings_ms: dict[str, float]) -> Candidates:
+    sentences: list[CandidateSentence] = []
+    documents: dict[int, tuple[str, str | None]] = {}
+    sections: dict[int, list[str]] = {}
+    hits: dict[tuple[int, int], Hit] = {}
+    query_idf = 0.0
+    for (doc_key, external_id, title, section_id, section_path, ordinal, start, end, tokens, page, cosine,
+         window_cosine, bm25, terms, idfs, fused_rank, dense_rank, bm25_rank, rrf_score, total_idf) in rows:
+        query_idf = float(total_idf or 0.0)
+        documents[doc_key] = (external_id, title)
+        sections[section_id] = list(section_path or [])
+        sentences.append(CandidateSentence(
+            document_key=doc_key, section_id=section_id, ordinal=ordinal, start_char=start, end_char=end,
+            token_count=int(tokens), cosine=cosine, window_cosine=window_cosine, bm25=float(bm25),
+            fused_rank=fused_rank, terms=tuple(zip(terms, idfs)), page=page))
+        if fused_rank is not None:
+            hits[(doc_key, ordinal)] = Hit(ordinal, dense_rank, bm25_rank, float(rrf_score))
+    return Candidates(query=query, sentences=sentences, documents=documents, section_paths=sections,
+                      hits=hits, query_idf=query_idf, timings_ms=timings_ms)

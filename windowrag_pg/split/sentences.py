@@ -97,8 +97,16 @@ def block_spans(text: str, block: Block, max_unit_chars: int) -> list[Span]:
     return result
 
 
+# Bling Fire's buffers take ~18 bytes per input byte, so a paragraph longer than this (a
+# megabytes-long line without breaks) is scanned in pieces cut at whitespace.
+SENTENCE_SCAN_CHARS = 65_536
+
+
 def sentence_spans(text: str, start: int, end: int) -> list[Span]:
     """Stripped sentence spans of ``text[start:end]`` (absolute offsets), by Bling Fire."""
+    if end - start > SENTENCE_SCAN_CHARS:
+        return [span for piece in cut_long_span(text, start, end, SENTENCE_SCAN_CHARS)
+                for span in sentence_spans(text, *piece)]
     segment = text[start:end]
     if not segment.strip():
         return []

@@ -7,6 +7,7 @@ import psycopg
 from psycopg import sql
 
 from ..db.sqlfiles import load_sql
+from ..limits import problem
 
 
 class CollectionError(ValueError):
@@ -25,8 +26,23 @@ class Collection:
     chunk_tokens: int | None
 
 
+def check_collection_name(name: object) -> str:
+    """NAME when it is a usable collection name; else CollectionError naming the limit."""
+    if not isinstance(name, str):
+        raise CollectionError(f"a collection name must be a string, not {type(name).__name__}")
+    found = problem("collection_name", len(name))
+    if found:
+        raise CollectionError(f"collection name {name[:40]!r}{'…' if len(name) > 40 else ''}: {found}")
+    return name
+
+
 def get_collection(conn: psycopg.Connection, name: str) -> Collection:
-    row = conn.execute(load_sql("get_collection"), [name]).fetchone()
+    check_collection_name(name)
+    return collection_from_row(name, conn.execute(load_sql("get_collection"), [name]).fetchone())
+
+
+def collection_from_row(name: str, row) -> Collection:
+    """The collection of a get_collection row (None: it does not exist)."""
     if row is None:
         raise CollectionError(f"collection {name!r} does not exist (ingest documents into it first)")
     return Collection(*row)
@@ -49,6 +65,7 @@ def ensure_collection(
     existing one must belong to it (any tenant when None). A tenant role sees only its tenants'
     collections, so for it another tenant's collection "does not exist".
     """
+    check_collection_name(name)
     if conn.execute(load_sql("get_collection"), [name]).fetchone() is None:
         _create_collection(conn, name, [name, embedding_model, dimension, contextual_headers, unit,
                                         chunk_tokens, tenant or "default"])
@@ -115,3 +132,18 @@ def list_collection_stats(conn: psycopg.Connection) -> list[dict]:
     cur = conn.execute(load_sql("collection_stats"))
     names = [c.name for c in cur.description]
     return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def delete_collection(conn: psycopg.Connection, name: str) -> int:
+    """Delete collection NAME with its documents, sections, sentences, BM25 statistics and vector
+    index, in one transaction; returns the number of documents deleted."""
+    from .writer import lock_collection_writes
+
+    with conn.transaction():
+        collection = get_collection(conn, name)
+        lock_collection_writes(conn, collection)
+        documents = conn.execute(load_sql("collection_document_count"), [collection.id]).fetchone()[0]
+        conn.execute(load_sql("delete_collection"), [collection.id])
+        conn.execute(sql.SQL(load_sql("drop_collection_index")).format(
+            index_name=sql.Identifier(collection_index_name(collection))))
+    return documents

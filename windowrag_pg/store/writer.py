@@ -69,6 +69,31 @@ def write_document(
     return "replaced" if old is not None else "added"
 
 
+def lock_collection_writes(conn: psycopg.Connection, collection: Collection) -> None:
+    """The locking rule (sql/lock_collection_writes.sql), inside the caller's transaction."""
+    conn.execute(load_sql("lock_collection_writes"), [collection.id])
+
+
+def stored_content(conn: psycopg.Connection, collection: Collection, external_id: str) -> tuple | None:
+    """(content_hash, text, format, title) of the stored document, or None."""
+    return conn.execute(load_sql("document_content"), [collection.id, external_id]).fetchone()
+
+
+def update_metadata(conn: psycopg.Connection, collection: Collection, record: DocumentRecord, *,
+                    expected_hash: str) -> bool:
+    """Store RECORD's metadata (and hash, source) on the stored document, whose sections and
+    sentences stay as they are; False when it changed since EXPECTED_HASH was read."""
+    with conn.transaction():
+        lock_collection_writes(conn, collection)
+        old = conn.execute(load_sql("lock_document"), [collection.id, record.external_id]).fetchone()
+        if old is None or old[1] != expected_hash:
+            return False
+        conn.execute(load_sql("update_document_metadata"), {
+            "id": old[0], "metadata": Jsonb(record.metadata), "content_hash": record.content_hash,
+            "source": record.source})
+    return True
+
+
 def delete_document(conn: psycopg.Connection, collection: Collection, external_id: str) -> bool:
     with conn.transaction():
         lock_collection_writes(conn, collection)

@@ -1,0 +1,451 @@
+r"""Recall against token budget: every configuration at the same budgets → docs/evaluation.md.
+
+    python benchmarks/budget_report.py --run            # run the missing curves, then the report
+    python benchmarks/budget_report.py                  # rewrite the section from benchmarks/out/
+
+--run runs, for each configuration and set, exactly
+
+    windowrag eval --documents ../shared/eval/<set>/documents.jsonl --queries ../shared/eval/<set>/queries.jsonl \
+        --config <config> --budgets 256,512,700,1024,1200,1536,2048 --limit <n> --seed 0 --json --rows
+
+into benchmarks/out/curve_<set>_<config>.json (one ingestion, the same queries at every budget),
+and the out-of-corpus runs (SQuAD questions asked of the contracts, each within one contract;
+contract hypotheses asked of the SQuAD articles; with --ooc-handbook SQuAD questions asked of the
+handbook too) at the library's default budget into
+benchmarks/out/ooc_<collection set>_<config>.json. A file is kept while its configuration (as the
+code defines it now), sample and budgets are unchanged (--force re-runs anyway).
+
+The report is the section between the markers BEGIN/END below in docs/evaluation.md (added at
+the end when missing); benchmarks/eval_report.py writes the same section when it rewrites the
+file. The findings are BUDGET_NOTES, written by hand from the numbers.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from eval_report import DOCS, EVAL_DIR, MAIN_METRIC, OUT, fmt, paired_bootstrap, slim
+
+DATASETS = ("squad-dev", "contractnli-dev")
+BUDGETS = (256, 512, 700, 1024, 1200, 1536, 2048)
+BASELINES = ("chunks512", "chunks256", "window_nomerge")
+CONFIGS = ("full", "windows") + BASELINES
+# (queries of, asked of the collection of, scope): nothing in the collection answers them
+OUT_OF_CORPUS = (("squad-dev", "contractnli-dev", "scoped"), ("contractnli-dev", "squad-dev", "unscoped"))
+HANDBOOK = ("squad-dev", "handbook", "unscoped")  # --ooc-handbook (837 documents to ingest first)
+# issue 10's targets: (set, budget, metric, at least)
+TARGETS = (("squad-dev", 700, "hit@5", 0.96), ("contractnli-dev", 1200, "evidence_recall@5", 0.95))
+# paired comparisons at equal tokens: (without, with, what the second adds); pairs whose files
+# are missing are left out, so ablation configurations can be added with --configs FILE.json
+PAIRS = (("windows", "full", "value-based selection instead of fixed ±3 windows"),)
+BEGIN, END = "<!-- budget-curves:begin -->", "<!-- budget-curves:end -->"
+PLOT = "eval_recall_vs_budget.png"
+
+# Findings, written by hand from the tables (TODO(lead): fill in once the curves are final).
+BUDGET_NOTES = """
+**Default budget.** TODO(lead): which `token_budget` is the default and why, from the curves below.
+
+**Against the baselines at equal tokens.** TODO(lead): does `full` beat `chunks512`, `chunks256` and
+`window_nomerge` at every budget from 256 to 2,048 (the "full − best baseline" rows)?
+
+**What each stage adds at equal tokens** (sentence values, RSE, cross-encoder; the paired table).
+TODO(lead): state each gain or loss with its interval, including where a stage does not pay.
+
+**Abstention.** TODO(lead): out-of-corpus abstain rate against the in-corpus recall it costs.
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------------------------
+
+
+def config_name(config: str) -> str:
+    return Path(config).stem if config.endswith(".json") else config
+
+
+def curve_path(dataset: str, config: str) -> Path:
+    return OUT / f"curve_{dataset}_{config_name(config)}.json"
+
+
+def ooc_path(collection_set: str, config: str) -> Path:
+    return OUT / f"ooc_{collection_set}_{config_name(config)}.json"
+
+
+def windowrag_eval(arguments: list[str], path: Path, *, home: str) -> None:
+    """Run `windowrag eval ... --json --rows` and keep its output (rows without context ranges)."""
+    command = [sys.executable, "-m", "windowrag_pg.cli", "eval", *arguments, "--json", "--rows"]
+    print("  $ windowrag eval " + " ".join(arguments), file=sys.stderr)
+    started = time.time()
+    done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True,
+                          env={**os.environ, "WINDOWRAG_HOME": home})
+    result = json.loads(done.stdout)
+    for point in result.get("curve", [result]):
+        slim(point)
+    result["uptime"] = os.popen("uptime").read().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(result, default=str))
+    tmp.replace(path)
+    print(f"  → {path.name} ({time.time() - started:.0f}s; {result['uptime']})", file=sys.stderr)
+
+
+def up_to_date(path: Path, config: str, **expected) -> bool:
+    """PATH holds a run of CONFIG as the code defines it now, with the EXPECTED limit, seed, ..."""
+    from windowrag_pg.evaluation.presets import get_config
+
+    if not path.exists():
+        return False
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return False
+    settings = json.loads(json.dumps(get_config(config).as_dict(), default=str))
+    return data.get("settings") == settings and all(data.get(k) == v for k, v in expected.items())
+
+
+def set_files(dataset: str) -> list[str]:
+    return ["--documents", str(EVAL_DIR / dataset / "documents.jsonl"),
+            "--queries", str(EVAL_DIR / dataset / "queries.jsonl")]
+
+
+def limit_for(dataset: str, args) -> int | None:
+    return (args.squad_limit if dataset == "squad-dev" else args.contract_limit) or None
+
+
+def run(args) -> None:
+    budgets = ",".join(str(b) for b in args.budgets)
+    for config in args.configs:
+        for dataset in args.datasets:
+            path, limit = curve_path(dataset, config), limit_for(dataset, args)
+            if not args.force and up_to_date(path, config, limit=limit, seed=args.seed, budgets=args.budgets):
+                print(f"  {path.name}: up to date, kept", file=sys.stderr)
+                continue
+            windowrag_eval(set_files(dataset) + ["--config", config, "--budgets", budgets, "--seed", str(args.seed)]
+                           + (["--limit", str(limit)] if limit else []), path, home=args.home)
+            write_section()
+    for config in args.ooc_configs:
+        for queries_set, collection_set, scope in OUT_OF_CORPUS + ((HANDBOOK,) if args.ooc_handbook else ()):
+            path = ooc_path(collection_set, config)
+            if not args.force and up_to_date(path, config, limit=args.ooc_limit, seed=args.seed, out_of_corpus=scope,
+                                              queries_dataset=queries_set):
+                print(f"  {path.name}: up to date, kept", file=sys.stderr)
+                continue
+            arguments = ["--documents", str(EVAL_DIR / collection_set / "documents.jsonl"),
+                         "--queries", str(EVAL_DIR / queries_set / "queries.jsonl"), "--config", config,
+                         "--out-of-corpus", scope, "--seed", str(args.seed), "--limit", str(args.ooc_limit)]
+            windowrag_eval(arguments, path, home=args.home)
+            write_section()
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------
+
+
+def load(prefix: str) -> dict[str, dict[str, dict]]:
+    """{set: {config: result}} of benchmarks/out/<prefix>_*.json."""
+    results: dict[str, dict[str, dict]] = {}
+    for path in sorted(OUT.glob(f"{prefix}_*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            continue
+        for point in data.get("curve", [data]):
+            metrics, n = point.get("metrics", {}), data.get("n_queries") or 0
+            if n and metrics.get("duplicated_tokens") is not None:
+                metrics["duplicated_tokens_mean"] = metrics["duplicated_tokens"] / n
+        results.setdefault(data["dataset"], {})[data["config"]] = data
+    return results
+
+
+def ordered(names) -> list[str]:
+    """Baselines first, then the library's configurations, `full` last."""
+    names = list(names)
+    return ([n for n in BASELINES if n in names] + sorted(n for n in names if n not in BASELINES + ("full",))
+            + (["full"] if "full" in names else []))
+
+
+def points(result: dict) -> dict[int, dict]:
+    return {p["token_budget"]: p for p in result.get("curve", [])}
+
+
+def budget_table(curves: dict[str, dict], budgets: list[int], key: str, spec: str = ".3f",
+                 *, versus_baselines: bool = False) -> list[str]:
+    lines = ["| config | " + " | ".join(f"{b:,}" for b in budgets) + " |", "|---|" + "---:|" * len(budgets)]
+    for name in ordered(curves):
+        at = points(curves[name])
+        lines.append(f"| `{name}` | " + " | ".join(fmt(at.get(b, {}).get("metrics", {}).get(key), spec)
+                                                  for b in budgets) + " |")
+    if versus_baselines and "full" in curves and any(b in curves for b in BASELINES):
+        cells = []
+        for b in budgets:
+            mine = points(curves["full"]).get(b, {}).get("metrics", {}).get(key)
+            theirs = [points(curves[n]).get(b, {}).get("metrics", {}).get(key) for n in BASELINES if n in curves]
+            theirs = [v for v in theirs if v is not None]
+            cells.append(fmt(mine - max(theirs), "+.3f") if mine is not None and theirs else "–")
+        lines.append("| **`full` − best baseline** | " + " | ".join(cells) + " |")
+    return lines
+
+
+def paired_lines(curves: dict[str, dict], budgets: list[int], metric: str) -> list[str]:
+    lines = []
+    for without, with_, what in PAIRS:
+        if without not in curves or with_ not in curves:
+            continue
+        cells = []
+        for b in budgets:
+            a, c = points(curves[without]).get(b), points(curves[with_]).get(b)
+            if not a or not c or "rows" not in a or "rows" not in c:
+                cells.append("–")
+                continue
+            mine = {r["id"]: r.get(metric) for r in c["rows"]}
+            pairs = [(r.get(metric), mine.get(r["id"])) for r in a["rows"]]
+            pairs = [(x, y) for x, y in pairs if x is not None and y is not None]
+            if not pairs:
+                cells.append("–")
+                continue
+            mean, low, high = paired_bootstrap([x for x, _ in pairs], [y for _, y in pairs])
+            cells.append(f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]")
+        lines.append(f"| `{without}` → `{with_}` ({what}) | " + " | ".join(cells) + " |")
+    if not lines:
+        return []
+    return (["| change | " + " | ".join(f"{b:,}" for b in budgets) + " |", "|---|" + "---|" * len(budgets)]
+            + lines)
+
+
+def target_lines(curves: dict[str, dict[str, dict]]) -> list[str]:
+    lines = ["| set | budget | metric | target | `full` | met |", "|---|---:|---|---:|---:|---|"]
+    for dataset, budget, metric, goal in TARGETS:
+        value = points(curves.get(dataset, {}).get("full", {})).get(budget, {}).get("metrics", {}).get(metric)
+        met = "–" if value is None else ("yes" if value >= goal else "no")
+        lines.append(f"| {dataset} | {budget:,} | {metric} | ≥ {goal:.2f} | {fmt(value)} | {met} |")
+    return lines
+
+
+def ooc_lines(ooc: dict[str, dict[str, dict]], curves: dict[str, dict[str, dict]]) -> list[str]:
+    lines = ["| config | queries → collection | n | token budget | abstain rate | in-corpus "
+             "(same budget) | in-corpus abstain |", "|---|---|---:|---:|---:|---:|---:|"]
+    for collection_set in sorted(ooc):
+        for name in ordered(ooc[collection_set]):
+            r = ooc[collection_set][name]
+            budget = r.get("token_budget")
+            # the in-corpus figures of the set the questions come from, at the same budget
+            home = points(curves.get(r.get("queries_dataset"), {}).get(name, {})).get(budget, {}).get("metrics", {})
+            metric = MAIN_METRIC.get(r.get("queries_dataset"), "hit@5")
+            lines.append(f"| `{name}` | {r.get('queries_dataset')} → {collection_set} ({r.get('out_of_corpus')}) | "
+                         f"{r['n_queries']} | {fmt(budget, ',')} | {fmt(r['metrics'].get('abstain_rate'))} | "
+                         f"{metric} {fmt(home.get(metric))} | {fmt(home.get('abstain_rate'))} |")
+    return lines if len(lines) > 2 else []
+
+
+THRESHOLDS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6)
+
+
+def _relevance_below(row: dict, threshold: float) -> bool:
+    return row.get("relevance") is not None and row["relevance"] < threshold
+
+
+def calibration_lines(ooc: dict[str, dict[str, dict]], curves: dict[str, dict[str, dict]]) -> list[str]:
+    """min_relevance simulated from the rows (the pipeline abstains on relevance < min_relevance
+    and changes nothing else): out-of-corpus abstain rate against the in-corpus recall lost, per
+    threshold, at the out-of-corpus runs' budget. Needs runs without min_relevance."""
+    runs = [(collection_set, name, r) for collection_set in sorted(ooc) for name, r in ooc[collection_set].items()
+            if r.get("rows") and any(row.get("relevance") is not None for row in r["rows"])
+            and r.get("settings", {}).get("min_relevance") is None]
+    # the fixed grid, and where the out-of-corpus relevances lie (whatever the model's scale)
+    pooled = sorted(row["relevance"] for _, _, r in runs for row in r["rows"] if row.get("relevance") is not None)
+    quantiles = {round(pooled[min(len(pooled) - 1, int(q * len(pooled)))] + 0.001, 3)
+                 for q in (0.5, 0.75, 0.9, 0.95)} if pooled else set()
+    thresholds = sorted(set(THRESHOLDS) | quantiles)
+    lines = []
+    for name in ordered({name for _, name, _ in runs}):
+        mine = [(c, r) for c, n, r in runs if n == name]
+        home = []  # (set, metric, rows at the same budget)
+        for _, r in mine:
+            dataset = r.get("queries_dataset")
+            point = points(curves.get(dataset, {}).get(name, {})).get(r.get("token_budget"))
+            if point and point.get("rows"):
+                home.append((dataset, MAIN_METRIC.get(dataset, "hit@5"), point["rows"]))
+        head = ([f"abstain: {r.get('queries_dataset')} → {c}" for c, r in mine]
+                + [f"{d} {metric} (loss)" for d, metric, _ in home] + ["both targets"])
+        lines += [f"`{name}` at token budget {fmt(mine[0][1].get('token_budget'), ',')}:", "",
+                  "| min_relevance | " + " | ".join(head) + " |", "|---:|" + "---:|" * len(head)]
+        for threshold in thresholds:
+            abstains = [sum(row.get("abstain") == 1 or _relevance_below(row, threshold) for row in r["rows"])
+                        / len(r["rows"]) for _, r in mine]
+            cells = [fmt(a) for a in abstains]
+            losses = []
+            for _, metric, rows in home:
+                scored = [row for row in rows if row.get(metric) is not None]
+                before = sum(row[metric] for row in scored) / len(scored)
+                after = sum(0.0 if _relevance_below(row, threshold) else row[metric] for row in scored) / len(scored)
+                losses.append(before - after)
+                cells.append(f"{fmt(after)} (−{before - after:.3f})")
+            met = bool(home) and all(a >= 0.90 for a in abstains) and all(x <= 0.01 for x in losses)
+            lines.append(f"| {threshold:.3f} | " + " | ".join(cells) + f" | {'yes' if met else 'no'} |")
+        lines.append("")
+    return lines
+
+
+def plot(curves: dict[str, dict[str, dict]], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    if not any(curves.values()):
+        return False
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+    names = ordered({name for res in curves.values() for name in res})
+    others = [c for c in plt.get_cmap("tab10").colors if c != plt.get_cmap("tab10").colors[3]]  # red is `full`'s
+    colors = {name: "tab:red" if name == "full" else others[i % len(others)] for i, name in enumerate(names)}
+    for ax, dataset in zip(axes, DATASETS):
+        metric = MAIN_METRIC[dataset]
+        for name in ordered(curves.get(dataset, {})):
+            at = sorted(points(curves[dataset][name]).items())
+            xs = [b for b, p in at if p["metrics"].get(metric) is not None]
+            ys = [p["metrics"][metric] for b, p in at if p["metrics"].get(metric) is not None]
+            style = {"linewidth": 2.5} if name == "full" else ({"linestyle": "--"} if name in BASELINES else {})
+            ax.plot(xs, ys, marker="o", label=name, color=colors[name], **style)
+        for target_set, budget, target_metric, goal in TARGETS:
+            if target_set == dataset and target_metric == metric:
+                ax.scatter([budget], [goal], marker="*", s=150, color="black", zorder=5, label=f"target ({budget:,})")
+        ax.set_title(f"{dataset}: {metric} at equal token budgets (k ≤ 5)")
+        ax.set_xlabel("token budget (BGE tokens of all the contexts sent)")
+        ax.set_ylabel(metric)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+PROTOCOL = """
+Every configuration runs once per budget on the same queries (`windowrag eval --budgets
+256,512,700,1024,1200,1536,2048`; one ingestion; squad-dev: the seeded sample of the protocol
+above, contractnli-dev: all queries, each within its contract). k = 5 stays an upper bound on
+the number of contexts.
+
+- **windowrag-pg configurations** (`full`, `windows`, ...) apply their own `token_budget`
+  (contexts of whole sentences, never over the budget).
+- **Baselines** (`chunks512`, `chunks256`, `window_nomerge`) keep whole contexts in rank order
+  while they fit; the first that does not fit is cut to the tokens left at a token boundary of
+  the BGE tokenizer (`Embedder.token_offsets`), and nothing follows it. With k = 5, chunks512
+  never sends more than 2,560 tokens and chunks256 never more than 1,280, whatever the budget.
+- **`window_nomerge`** is what LlamaIndex's SentenceWindowNodeParser + MetadataReplacementPostProcessor
+  send: the 5 best sentences by cosine, each replaced by its window of 3 sentences each side
+  (clamped at the section); overlapping windows are not merged and repeated text is not removed,
+  so part of its budget is spent on text sent twice.
+- **tokens**: the runner counts the text sent again with the BGE tokenizer; a query over its
+  budget is reported (a table of the share over budget appears when there is one).
+- **wrong_section@1**: the first context's section holds no gold span (the document when a
+  context has no section: chunks). The documents of both sets are plain text, stored as one
+  section each, so here it is the share of questions whose first context comes from another
+  document; on contractnli-dev, searched within its contract, it is 0 by construction.
+- **Out of corpus**: SQuAD questions asked of the contracts (each within one contract chosen
+  from the seed and the question id) and contract hypotheses asked of the SQuAD articles; the
+  gold is dropped, so only the abstain rate counts.
+"""
+
+
+def section_lines() -> list[str]:
+    """The whole section, markers included (empty tables are left out)."""
+    curves, ooc = load("curve"), load("ooc")
+    lines = [BEGIN, "## Recall at equal token budgets", "",
+             "Generated by `python benchmarks/budget_report.py` from `windowrag eval --budgets ... --json` runs "
+             "(`benchmarks/out/curve_*.json`, `ooc_*.json`).", "", PROTOCOL.strip(), "", BUDGET_NOTES.strip(), ""]
+    if any(curves.values()):
+        lines += ["### Targets", ""] + target_lines(curves) + [""]
+    for dataset in DATASETS:
+        res = curves.get(dataset)
+        if not res:
+            continue
+        budgets = sorted({b for r in res.values() for b in points(r)})
+        metric = MAIN_METRIC[dataset]
+        n = sorted({r["n_queries"] for r in res.values()})
+        lines += [f"### {dataset}: {metric} by token budget", "",
+                  f"{'/'.join(str(x) for x in n)} queries (seed {next(iter(res.values())).get('seed')}).", ""]
+        lines += budget_table(res, budgets, metric, versus_baselines=True) + [""]
+        if dataset == "squad-dev":
+            lines += [f"{dataset}: hit@1", ""] + budget_table(res, budgets, "hit@1", versus_baselines=True) + [""]
+        lines += [f"{dataset}: mean tokens sent", ""] + budget_table(res, budgets, "tokens_mean", ",.0f") + [""]
+        repeated = {n: r for n, r in res.items()
+                    if any(p["metrics"].get("duplicated_tokens_mean") for p in points(r).values())}
+        if repeated:
+            lines += [f"{dataset}: of which tokens of text sent twice (mean per query)", ""]
+            lines += budget_table(repeated, budgets, "duplicated_tokens_mean", ",.0f") + [""]
+        over = {n: r for n, r in res.items() if any(p["metrics"].get("over_budget_rate") for p in points(r).values())}
+        if over:
+            lines += [f"{dataset}: share of queries OVER the budget (must be 0)", ""]
+            lines += budget_table(over, budgets, "over_budget_rate") + [""]
+        else:
+            lines += ["No query of any configuration went over its budget.", ""]
+        lines += [f"{dataset}: wrong_section@1 (lower is better)", ""]
+        lines += budget_table(res, budgets, "wrong_section@1") + [""]
+        paired = paired_lines(res, budgets, metric)
+        if paired:
+            lines += [f"{dataset}: what a change adds at equal tokens ({metric}, mean difference on the same "
+                      "queries, 95% paired bootstrap interval)", ""] + paired + [""]
+    table = ooc_lines(ooc, curves)
+    if table:
+        lines += ["### Out-of-corpus questions", ""] + table + [""]
+        calibration = calibration_lines(ooc, curves)
+        if calibration:
+            lines += ["Abstention threshold simulated from the same runs (the pipeline abstains when the "
+                      "best relevance is below `min_relevance` and changes nothing else; targets: abstain "
+                      "≥ 0.90 out of corpus, in-corpus loss ≤ 0.01):", ""] + calibration
+    if plot(curves, DOCS / PLOT):
+        lines += [f"![recall against token budget, per configuration]({PLOT})", ""]
+    lines.append(END)
+    return lines
+
+
+def write_section(path: Path = DOCS / "evaluation.md") -> None:
+    """Replace the section between the markers (or append it) and keep the rest of the file."""
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Retrieval quality\n"
+    block = "\n".join(section_lines())
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run", action="store_true", help="run the missing curves and out-of-corpus runs first")
+    parser.add_argument("--configs", nargs="+", default=list(CONFIGS),
+                        help="presets or JSON configuration files (default: %(default)s)")
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--budgets", type=lambda s: [int(x) for x in s.split(",")], default=list(BUDGETS))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--squad-limit", type=int, default=1000, help="squad-dev questions (0: all)")
+    parser.add_argument("--contract-limit", type=int, default=0, help="contractnli-dev queries (0: all 614)")
+    parser.add_argument("--ooc-configs", nargs="+", default=["full"], help="configurations of the out-of-corpus runs")
+    parser.add_argument("--ooc-handbook", action="store_true", help="also ask SQuAD questions of the handbook")
+    parser.add_argument("--ooc-limit", type=int, default=300, help="questions of each out-of-corpus run")
+    parser.add_argument("--force", action="store_true", help="re-run even when a result file exists")
+    parser.add_argument("--home", default=os.environ.get("WINDOWRAG_HOME", "/tmp/wr-eval"),
+                        help="WINDOWRAG_HOME of the embedded server (default: $WINDOWRAG_HOME or %(default)s)")
+    args = parser.parse_args()
+    if args.run:
+        run(args)
+    write_section()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+SELECT count(*) FROM windowrag.documents WHERE collection_id = %s

@@ -1,0 +1,1 @@
+SELECT id FROM windowrag.sentences WHERE collection_id = %s

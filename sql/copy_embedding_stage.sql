@@ -1,0 +1,1 @@
+COPY pg_temp.windowrag_embedding_stage (id, embedding) FROM STDIN WITH (FORMAT BINARY)

@@ -1,0 +1,1 @@
+UPDATE windowrag.collections SET name = %s WHERE id = %s

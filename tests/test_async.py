@@ -1,0 +1,88 @@
+"""The async API runs the synchronous pipeline's own steps: same contexts as search, on an
+AsyncConnection or an AsyncConnectionPool, with the models off the event loop."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import psycopg
+import pytest
+from psycopg_pool import AsyncConnectionPool
+
+import windowrag_pg
+from windowrag_pg import AsyncPipeline, Pipeline, QueryError
+
+from .conftest import SAMPLE_QUERIES
+
+
+def contexts(result):
+    return [(c.citation.document_id, c.citation.start_char, c.citation.end_char, c.text, c.score)
+            for c in result.contexts]
+
+
+OPTIONS = [{"k": 3}, {"k": 2, "window": 1, "token_budget": 120}, {"k": 3, "mode": "bm25"},
+           {"k": 2, "filters": {"document_id": "handbook.md"}}]
+
+
+def test_asearch_returns_the_contexts_of_search(db_url, samples_collection):
+    want = {(q, i): contexts(windowrag_pg.search(q, collection=samples_collection, url=db_url, **o))
+            for q in SAMPLE_QUERIES for i, o in enumerate(OPTIONS)}
+
+    async def main():
+        return {(q, i): contexts(await windowrag_pg.asearch(q, collection=samples_collection, url=db_url, **o))
+                for q in SAMPLE_QUERIES for i, o in enumerate(OPTIONS)}
+
+    got = asyncio.run(main())
+    assert got == want and all(want[(q, 0)] for q in SAMPLE_QUERIES)
+    assert asyncio.run(main()) == want  # a second event loop gets connections of its own
+
+    async def bad():
+        await windowrag_pg.asearch("   ", collection=samples_collection, url=db_url)
+
+    with pytest.raises(QueryError, match="query is empty"):
+        asyncio.run(bad())
+
+
+def test_async_pipeline_on_a_pool_and_on_a_connection(conn, db_url, embedder, samples_collection):
+    sync = Pipeline(conn, collection=samples_collection, embedder=embedder)
+    want = [contexts(sync.search(q, k=3, rerank=True)) for q in SAMPLE_QUERIES]
+
+    async def main():
+        async with AsyncConnectionPool(db_url, min_size=1, max_size=4) as pool:
+            pipeline = AsyncPipeline(pool, pipeline=sync)  # shares the models
+            concurrent = await asyncio.gather(*(pipeline.search(q, k=3, rerank=True) for q in SAMPLE_QUERIES))
+            async with pool.connection() as lent:
+                assert lent.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        async with await psycopg.AsyncConnection.connect(db_url) as aconn:  # not autocommit: left as it was
+            one = AsyncPipeline(aconn, collection=samples_collection, embedder=embedder,
+                                reranker=sync.reranker)
+            single = await asyncio.gather(*(one.search(q, k=3, rerank=True) for q in SAMPLE_QUERIES))
+            assert aconn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        return [contexts(r) for r in concurrent], [contexts(r) for r in single]
+
+    concurrent, single = asyncio.run(main())
+    assert concurrent == want and single == want
+
+
+def test_the_models_run_off_the_event_loop(conn, db_url, embedder, samples_collection):
+    """While asearch reranks (hundreds of ms of CPU), other tasks on the loop keep running."""
+    sync = Pipeline(conn, collection=samples_collection, embedder=embedder)
+    sync.search(SAMPLE_QUERIES[0], k=3, rerank=True)  # models loaded
+
+    async def main():
+        async with AsyncConnectionPool(db_url, min_size=1, max_size=2) as pool:
+            pipeline = AsyncPipeline(pool, pipeline=sync)
+            ticks, longest_gap = 0, 0.0
+            search = asyncio.create_task(pipeline.search(SAMPLE_QUERIES[1], k=5, rerank=True, rerank_candidates=20))
+            last = time.perf_counter()
+            started = last
+            while not search.done():
+                await asyncio.sleep(0.005)
+                now = time.perf_counter()
+                ticks, longest_gap, last = ticks + 1, max(longest_gap, now - last), now
+            await search
+            return ticks, longest_gap, time.perf_counter() - started
+
+    ticks, longest_gap, elapsed = asyncio.run(main())
+    print(f"search took {elapsed * 1000:.0f} ms; the loop ticked {ticks} times, longest gap {longest_gap * 1000:.1f} ms")
+    assert ticks >= 5 and longest_gap < elapsed / 2

@@ -1,0 +1,120 @@
+"""Everyday operations (issue 12, item 9): list documents, delete a collection, a filter that
+matches nothing says so, a metadata-only change re-embeds nothing."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import windowrag_pg as wr
+from windowrag_pg.cli import main
+from windowrag_pg.embed.onnx_bge import OnnxBgeEmbedder
+from windowrag_pg.ingest import Ingestor
+from windowrag_pg.pipeline import Pipeline
+from windowrag_pg.sources import SourceDocument
+from windowrag_pg.store.collections import CollectionError
+
+
+class CountingEmbedder(OnnxBgeEmbedder):
+    """The real ONNX embedder, counting the texts it embeds for documents."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embedded = 0
+
+    def _embed(self, texts, *, batch_size, progress):
+        self.embedded += len(texts)
+        return super()._embed(texts, batch_size=batch_size, progress=progress)
+
+
+DOCS = [
+    SourceDocument(external_id="keys", format="markdown", source="/srv/security.md", metadata={"team": "security"},
+                   text="# Keys\n\nSigning keys are rotated every month. Old keys are kept for a week.\n\n## Owners\n\n"
+                        "The security team owns the rotation."),
+    SourceDocument(external_id="lunch", format="text", source="/srv/office.txt", metadata={"team": "office"},
+                   text="Lunch is served at noon. The office closes at six."),
+]
+
+
+def test_list_documents_with_filters_from_the_api_and_the_cli(db_url, conn, collection_name, embedder, capsys):
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(DOCS)
+    rows = wr.list_documents(conn, collection=collection_name)
+    assert [(r["id"], r["title"], r["source"], r["sentences"], r["sections"]) for r in rows] == [
+        ("keys", "Keys", "/srv/security.md", 5, 2), ("lunch", None, "/srv/office.txt", 2, 1)]
+    stored = conn.execute("SELECT count(*) FROM windowrag.sentences s JOIN windowrag.collections c"
+                          " ON c.id = s.collection_id WHERE c.name = %s", [collection_name]).fetchone()[0]
+    assert stored == sum(r["sentences"] for r in rows)
+    assert [r["id"] for r in wr.list_documents(conn, collection=collection_name, filters={"metadata.team": "office"})] \
+        == ["lunch"]
+    assert main(["--database-url", db_url, "documents", "--collection", collection_name, "--json",
+                 "--filter", "source=/srv/security.md"]) == 0
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)] == ["keys"]
+
+
+def test_a_filter_that_matches_nothing_says_so(db_url, conn, collection_name, embedder, capsys):
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(DOCS)
+    pipeline = Pipeline(conn, collection=collection_name, embedder=embedder)
+    found = pipeline.search("rotate keys", filters={"metadata.team": "security"})
+    assert found.contexts and found.trace["notes"] == []
+    empty = pipeline.search("rotate keys", filters={"source": "security", "metadata.team": "security"})
+    assert empty.contexts == []
+    assert empty.trace["notes"] == ["filter source='security' matches no document of collection "
+                                    f"{collection_name!r} (source is the file path the document was read from; "
+                                    "the metadata key is metadata.source)"]
+    for command in (["query", "rotate keys"], ["documents"]):
+        code = main(["--database-url", db_url, *command, "--collection", collection_name, "--filter", "metadata.source=x"])
+        err = capsys.readouterr().err
+        assert code == 0 and "filter metadata.source='x' matches no document" in err
+        assert "metadata.source is a metadata key; the file path the document was read from is source" in err
+
+
+def test_delete_collection_removes_everything_of_it_and_nothing_else(db_url, conn, collection_name, embedder, capsys):
+    other = collection_name + "_kept"
+    Ingestor(conn, collection=other, embedder=embedder).ingest(DOCS[:1])
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(DOCS)
+    cid = conn.execute("SELECT id FROM windowrag.collections WHERE name = %s", [collection_name]).fetchone()[0]
+
+    def left() -> list[int]:
+        return [conn.execute(f"SELECT count(*) FROM windowrag.{table} WHERE collection_id = %s", [cid]).fetchone()[0]
+                for table in ("documents", "sentences", "bm25_terms", "bm25_postings", "bm25_stats")] + [
+            conn.execute("SELECT count(*) FROM pg_class WHERE relname = %s", [f"sentences_embedding_hnsw_c{cid}"]
+                         ).fetchone()[0]]
+
+    assert all(left())
+    before_other = wr.list_documents(conn, collection=other)
+    assert main(["--database-url", db_url, "delete-collection", collection_name]) == 0
+    assert "(2 documents)" in capsys.readouterr().out
+    assert left() == [0] * 6
+    with pytest.raises(CollectionError, match="does not exist"):
+        wr.list_documents(conn, collection=collection_name)
+    assert wr.list_documents(conn, collection=other) == before_other
+    assert wr.delete_collection(conn, other) == 1
+    assert main(["--database-url", db_url, "delete-collection", other]) == 1
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_a_metadata_only_change_updates_metadata_without_re_embedding(conn, collection_name):
+    embedder = CountingEmbedder()
+    ingestor = Ingestor(conn, collection=collection_name, embedder=embedder)
+    assert ingestor.ingest(DOCS).added == 2
+    embedded = embedder.embedded
+    assert embedded == 7
+    ids_before = conn.execute("SELECT s.id FROM windowrag.sentences s JOIN windowrag.collections c"
+                              " ON c.id = s.collection_id WHERE c.name = %s ORDER BY s.id", [collection_name]).fetchall()
+    changed = SourceDocument(external_id="keys", format="markdown", source="/srv/moved/security.md",
+                             metadata={"team": "platform", "reviewed": 2026}, text=DOCS[0].text)
+    report = ingestor.ingest([changed, DOCS[1]])
+    assert (report.metadata_updated, report.unchanged, report.added, report.replaced) == (1, 1, 0, 0)
+    assert embedder.embedded == embedded  # nothing embedded
+    rows = {r["id"]: r for r in wr.list_documents(conn, collection=collection_name)}
+    assert rows["keys"]["metadata"] == {"team": "platform", "reviewed": 2026}
+    assert rows["keys"]["source"] == "/srv/moved/security.md"
+    assert ids_before == conn.execute("SELECT s.id FROM windowrag.sentences s JOIN windowrag.collections c"
+                                      " ON c.id = s.collection_id WHERE c.name = %s ORDER BY s.id",
+                                      [collection_name]).fetchall()
+    assert ingestor.ingest([changed]).unchanged == 1  # and it is now stored as it is
+    # a change of the text (or title) is embedded again
+    retitled = SourceDocument(external_id="keys", format="markdown", title="Key rotation",
+                              metadata=changed.metadata, text=DOCS[0].text)
+    assert ingestor.ingest([retitled]).replaced == 1
+    assert embedder.embedded == embedded + 5

@@ -1,0 +1,170 @@
+"""The LlamaIndex and LangChain retrievers with the real frameworks, offline: their contexts and
+metadata equal windowrag_pg.search's; they run inside a RetrieverQueryEngine / an LCEL chain."""
+from __future__ import annotations
+
+import asyncio
+import socket
+from importlib import resources
+
+import pytest
+
+import windowrag_pg
+from windowrag_pg.retrieve.retriever import QueryError
+
+from .conftest import require_optional
+
+pytestmark = pytest.mark.integrations
+
+QUERIES = ["How much does the company pay of the dental plan?", "What is the learning budget?",
+           "How do I report a security incident?", "parental leave"]
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    """No network: a framework that tried to download (NLTK data, tiktoken encodings, models)
+    fails the test. The database is reached over a Unix socket by libpq, not Python sockets."""
+    connect = socket.socket.connect
+
+    def refuse(sock, address):
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            raise OSError(f"network access attempted during an offline test: {address}")
+        return connect(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+
+
+def sample_texts() -> dict[str, str]:
+    folder = resources.files("windowrag_pg.samples")
+    return {name: (folder / name).read_text(encoding="utf-8") for name in ("handbook.md", "security.md")}
+
+
+@pytest.fixture(scope="module")
+def llama_collection(db_url):
+    """The samples ingested as LlamaIndex Documents (through the adapter's ingest_documents)."""
+    core = require_optional("llama_index.core", "llama-index-core")
+    from windowrag_pg.db.connection import connect
+    from windowrag_pg.integrations.llama_index import ingest_documents
+
+    documents = [core.Document(id_=name, text=text, metadata={"file_name": name})
+                 for name, text in sample_texts().items()]
+    with connect(db_url, autocommit=True) as conn:
+        report = ingest_documents(documents, connection=conn, collection="llama_samples")
+    assert (report.added, report.errors) == (2, [])
+    return "llama_samples"
+
+
+def expected(query, collection, db_url, **options):
+    return [(c.text, {"document_id": c.citation.document_id, "title": c.citation.title,
+                      "section_path": list(c.citation.section_path), "start_char": c.citation.start_char,
+                      "end_char": c.citation.end_char, "score": c.score})
+            for c in windowrag_pg.search(query, collection=collection, url=db_url, **options).contexts]
+
+
+def test_llama_index_retriever_returns_the_contexts_of_search(db_url, conn, llama_collection):
+    from windowrag_pg.integrations.llama_index import WindowragRetriever
+
+    by_url = WindowragRetriever(collection=llama_collection, url=db_url, k=3, window=1)
+    on_conn = WindowragRetriever(collection=llama_collection, connection=conn, k=3, window=1)
+    for query in QUERIES:
+        want = expected(query, llama_collection, db_url, k=3, window=1)
+        assert want
+        for retriever in (by_url, on_conn):
+            nodes = retriever.retrieve(query)
+            assert [(n.node.get_content(), n.node.metadata) for n in nodes] == want
+            assert [n.score for n in nodes] == [m["score"] for _, m in want]
+    # the ingested titles come from the file names, the formats from their suffixes (markdown sections)
+    node = by_url.retrieve("dental plan premium")[0].node
+    assert node.metadata["title"] == "handbook" and node.metadata["section_path"][-1] == "Dental"
+
+
+def test_llama_index_query_engine_uses_the_retriever_unchanged(db_url, llama_collection):
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.query_engine import RetrieverQueryEngine
+
+    from windowrag_pg.integrations.llama_index import WindowragRetriever
+
+    retriever = WindowragRetriever(collection=llama_collection, url=db_url, k=2, token_budget=200)
+    engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM())  # MockLLM echoes its prompt
+    query = "What is the learning budget?"
+    response = engine.query(query)
+    want = expected(query, llama_collection, db_url, k=2, token_budget=200)
+    assert [n.node.get_content() for n in response.source_nodes] == [text for text, _ in want]
+    assert "1,000 USD per calendar year" in str(response)  # the context reached the LLM's prompt
+    assert "start_char" not in str(response)  # offsets are for citations, not for the LLM
+    aresponse = asyncio.run(engine.aquery(query))
+    assert [n.node.get_content() for n in aresponse.source_nodes] == [text for text, _ in want]
+
+
+def test_langchain_retriever_in_an_lcel_chain(db_url, conn, llama_collection):
+    require_optional("langchain_core", "langchain-core")
+    from langchain_core.runnables import RunnableLambda
+
+    from windowrag_pg.integrations.langchain import WindowragRetriever
+
+    retriever = WindowragRetriever(collection=llama_collection, connection=conn, k=3, rerank=True)
+    for query in QUERIES[:2]:
+        want = expected(query, llama_collection, db_url, k=3, rerank=True)
+        documents = retriever.invoke(query)
+        assert [(d.page_content, d.metadata) for d in documents] == want
+        adocuments = asyncio.run(retriever.ainvoke(query))
+        assert [(d.page_content, d.metadata) for d in adocuments] == want
+
+    def cite(documents):
+        return "\n".join(f"[{d.metadata['document_id']} {d.metadata['start_char']}-{d.metadata['end_char']}] "
+                         f"{d.page_content}" for d in documents)
+
+    chain = WindowragRetriever(collection=llama_collection, url=db_url, k=1) | RunnableLambda(cite)
+    text = chain.invoke("parental leave")
+    assert text.startswith("[handbook.md ") and "16 weeks at full pay" in text
+    assert asyncio.run(chain.ainvoke("parental leave")) == text
+    assert chain.batch(["parental leave", "learning budget"])[0] == text
+
+
+def test_async_retrieval_on_an_async_pool_and_by_url(db_url, llama_collection):
+    require_optional("langchain_core", "langchain-core")
+    from psycopg_pool import AsyncConnectionPool
+
+    from windowrag_pg.integrations.langchain import WindowragRetriever as LangChainRetriever
+    from windowrag_pg.integrations.llama_index import WindowragRetriever as LlamaRetriever
+
+    want = {q: expected(q, llama_collection, db_url, k=2) for q in QUERIES}
+
+    async def main():
+        async with AsyncConnectionPool(db_url, min_size=1, max_size=2) as pool:
+            retriever = LangChainRetriever(collection=llama_collection, connection=pool, k=2)
+            documents = await asyncio.gather(*(retriever.ainvoke(q) for q in QUERIES))
+        nodes = await asyncio.gather(*(LlamaRetriever(collection=llama_collection, url=db_url, k=2).aretrieve(q)
+                                       for q in QUERIES))
+        return documents, nodes
+
+    documents, nodes = asyncio.run(main())
+    assert [[(d.page_content, d.metadata) for d in found] for found in documents] == [want[q] for q in QUERIES]
+    assert [[(n.node.get_content(), n.node.metadata) for n in found] for found in nodes] == [want[q] for q in QUERIES]
+
+
+def test_langchain_documents_are_ingested(db_url, collection_name):
+    require_optional("langchain_core", "langchain-core")
+    from langchain_core.documents import Document
+
+    from windowrag_pg.integrations.langchain import WindowragRetriever, ingest_documents
+
+    documents = [Document(id=name, page_content=text, metadata={"source": name, "lang": "en"})
+                 for name, text in sample_texts().items()]
+    documents.append(Document(id="", page_content="No id and no source.", metadata={}))
+    report = ingest_documents(documents, connection=db_url, collection=collection_name)
+    assert report.added == 2 and len(report.errors) == 1 and "external_id" in report.errors[0].message
+    retriever = WindowragRetriever(collection=collection_name, url=db_url, k=1,
+                                   filters={"metadata.lang": "en"})
+    [document] = retriever.invoke("Who pays the dental premium?")
+    assert document.metadata["document_id"] == "handbook.md"
+
+
+def test_bad_options_fail_when_the_retriever_is_built():
+    from windowrag_pg.integrations.langchain import WindowragRetriever as LangChainRetriever
+    from windowrag_pg.integrations.llama_index import WindowragRetriever as LlamaRetriever
+
+    for retriever in (LangChainRetriever, LlamaRetriever):
+        with pytest.raises(QueryError, match="unknown search option.*top_k"):
+            retriever(collection="x", top_k=3)
+        with pytest.raises(QueryError, match="rerank_candidates"):
+            retriever(collection="x", rerank_candidates=0)

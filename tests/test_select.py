@@ -1,0 +1,102 @@
+"""Budget-first selection (segment/select.py) and sentence values (segment/values.py): pure, no database."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from windowrag_pg.segment.select import choose_segments, run_breaks, select_runs
+from windowrag_pg.segment.values import CandidateSentence, FEATURES, feature_matrix, sentence_probabilities
+
+
+def brute_force(values, tokens, continues, budget, max_segments):
+    """Best (total value, tokens) over every subset of candidates that fits."""
+    n, best = len(values), (0.0, 0)
+    for mask in itertools.product([False, True], repeat=n):
+        chosen = [i for i in range(n) if mask[i]]
+        used = sum(tokens[i] for i in chosen)
+        runs = sum(1 for j, i in enumerate(chosen) if j == 0 or not (chosen[j - 1] == i - 1 and continues[i]))
+        if chosen and used <= budget and runs <= max_segments:
+            total = sum(values[i] for i in chosen)
+            if total > best[0] + 1e-9 or (abs(total - best[0]) <= 1e-9 and used < best[1]):
+                best = (total, used)
+    return best
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1, 1), st.integers(0, 40), st.booleans()), min_size=1, max_size=9),
+       st.integers(1, 150), st.integers(1, 3))
+def test_runs_are_the_exact_optimum_within_the_budget(cands, budget, max_segments):
+    values = [round(v, 3) for v, _, _ in cands]
+    tokens = [t for _, t, _ in cands]
+    continues = [c for _, _, c in cands]
+    runs = select_runs(values, tokens, continues, budget=budget, max_segments=max_segments)
+    assert sum(r.tokens for r in runs) <= budget
+    assert len(runs) <= max_segments
+    for run in runs:  # a run never crosses a break (a section change or a gap in ordinals)
+        assert all(continues[i] for i in range(run.start + 1, run.end))
+    for a, b in zip(runs, runs[1:]):  # in document order, never overlapping
+        assert a.end <= b.start
+    assert sum(r.value for r in runs) == pytest.approx(brute_force(values, tokens, continues, budget, max_segments)[0])
+
+
+def test_large_budgets_round_token_costs_up_and_never_exceed():
+    rng = np.random.default_rng(0)
+    values, tokens = rng.random(300), rng.integers(5, 60, 300)
+    continues = rng.random(300) < 0.9
+    for budget in (700, 1200, 2048, 5000):
+        runs = select_runs(values, tokens, continues, budget=budget, max_segments=5)
+        assert 0 < sum(r.tokens for r in runs) <= budget
+
+
+def test_one_longer_segment_beats_two_fragments_when_segments_are_scarce():
+    # section 1: two strong sentences around a weak one; section 2: one good sentence
+    values = [0.6, -0.05, 0.6, 0.5]
+    tokens = [10, 10, 10, 10]
+    continues = run_breaks([(1, 1), (1, 1), (1, 1), (1, 2)], [0, 1, 2, 7])
+    runs = select_runs(values, tokens, continues, budget=100, max_segments=2)
+    assert [(r.start, r.end) for r in runs] == [(0, 3), (3, 4)]  # bridged, not [0], [2]
+    # with segments to spare the weak sentence is left out
+    runs = select_runs(values, tokens, continues, budget=100, max_segments=3)
+    assert [(r.start, r.end) for r in runs] == [(0, 1), (2, 3), (3, 4)]
+
+
+def test_nothing_worth_sending_gives_no_runs():
+    assert select_runs([-0.1, -0.2], [5, 5], [False, True], budget=100, max_segments=5) == []
+    assert select_runs([0.9], [50], [False], budget=10, max_segments=5) == []  # does not fit
+
+
+@pytest.mark.parametrize("bad", [dict(budget=0), dict(budget=1.5), dict(max_segments=0)])
+def test_bad_limits_are_refused(bad):
+    arguments = dict(budget=10, max_segments=1) | bad
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        select_runs([1.0], [1], [False], **arguments)
+
+
+def candidate(ordinal, cosine, *, section=1, document=1, tokens=20, rank=None, bm25=0.0, terms=()):
+    return CandidateSentence(document_key=document, section_id=section, ordinal=ordinal, start_char=ordinal * 100,
+                             end_char=ordinal * 100 + 90, token_count=tokens, cosine=cosine, window_cosine=cosine,
+                             bm25=bm25, fused_rank=rank, terms=terms)
+
+
+def test_values_rank_the_matching_sentence_first_and_its_neighbours_next():
+    sentences = [candidate(o, 0.55, rank=None) for o in range(10)]
+    sentences[5] = candidate(5, 0.85, rank=1, bm25=7.0, terms=(("rotat", 3.0), ("key", 2.0)))
+    sentences[4] = candidate(4, 0.65, rank=3, bm25=2.0, terms=(("key", 2.0),))
+    features = feature_matrix(sentences)
+    assert features.shape == (10, len(FEATURES))
+    p = sentence_probabilities(features)
+    assert np.argmax(p) == 5
+    assert p[4] > p[0] and p[6] > p[9]  # close to the best hit is worth more than far from it
+
+
+def test_choose_segments_keeps_the_budget_and_the_section_limits():
+    sentences = [candidate(o, 0.6 + 0.02 * (o % 5), section=1 + o // 6, rank=o + 1, tokens=30) for o in range(12)]
+    chosen = choose_segments(sentences, query_idf=10.0, budget=100, max_segments=2)
+    assert 0 < sum(r.tokens for r in chosen.runs) <= 100 and len(chosen.runs) <= 2
+    for run in chosen.runs:
+        assert len({sentences[i].section_id for i in range(run.start, run.end)}) == 1
+    assert 0.0 <= chosen.relevance <= 1.0

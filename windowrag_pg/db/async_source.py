@@ -1,0 +1,141 @@
+"""Asynchronous connection sources: a psycopg AsyncConnection, a psycopg_pool AsyncConnectionPool
+or a URL, lent for one statement at a time (windowrag_pg.db.source is the synchronous twin).
+
+Checking the server and migrating the schema are rare and synchronous (Alembic): they run once
+per database on a short-lived synchronous connection in a worker thread, never on the event loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector_async
+
+from ..config import statement_timeout_ms
+from .connection import DatabaseError, _connection_url, _redact, connect, database_url
+from .source import READ_REPLICA, SharedUse, _is_pool, is_async, name_errors
+from .sqlfiles import load_sql
+
+_checked: set[tuple[str, bool]] = set()
+
+
+async def prepare_async_connection(conn: psycopg.AsyncConnection, *, migrate: bool = True) -> None:
+    """As prepare_connection: server and schema checked (once per database), pgvector types
+    registered, statement timeout set."""
+    url = _connection_url(conn)
+    if (url, migrate) not in _checked:
+        await asyncio.to_thread(lambda: connect(url, migrate=migrate).close())
+        _checked.add((url, migrate))
+    await register_vector_async(conn)
+    await conn.execute(load_sql("set_statement_timeout"), [str(statement_timeout_ms())])
+    if not conn.autocommit:
+        await conn.commit()
+
+
+class AsyncSingleConnection:
+    """One AsyncConnection shared by every call: statements of concurrent calls take turns."""
+
+    def __init__(self, conn: psycopg.AsyncConnection, *, migrate: bool = True) -> None:
+        self.conn = conn
+        self.migrate = migrate
+        self._ready = False
+        self._lock = asyncio.Lock()
+        self._use = SharedUse()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        if not self._ready:
+            async with self._lock:  # concurrent first calls prepare it once
+                if not self._ready:
+                    await prepare_async_connection(self.conn, migrate=self.migrate)
+                    self._ready = True
+        self._use.enter(self.conn)
+        try:
+            yield self.conn
+        finally:
+            if self._use.leave(self.conn):
+                try:
+                    await self.conn.rollback()
+                finally:
+                    self._use.ended()
+
+
+class AsyncPooledConnections:
+    """A psycopg_pool.AsyncConnectionPool: a connection per statement, so concurrent requests
+    overlap their database waits up to the pool's size."""
+
+    def __init__(self, pool: Any, *, migrate: bool = True) -> None:
+        self.pool = pool
+        self.migrate = migrate
+        self._ready: weakref.WeakSet = weakref.WeakSet()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        async with self.pool.connection() as conn:
+            if conn not in self._ready:
+                await prepare_async_connection(conn, migrate=self.migrate)
+                self._ready.add(conn)
+            yield conn
+
+
+class AsyncLazyConnection:
+    """A URL (None: $WINDOWRAG_DATABASE_URL, else the embedded server), connected on first use
+    and again after the server dropped the connection. Bound to the event loop that opened it."""
+
+    def __init__(self, url: str | None = None, *, migrate: bool = True, role: str | None = None) -> None:
+        self.url = url
+        self.migrate = migrate
+        self.role = role
+        self._conn: psycopg.AsyncConnection | None = None
+        self._lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        async with self._lock:
+            if self._conn is None or self._conn.closed or self._conn.broken:
+                with name_errors(self.role, "cannot be used"):
+                    self._conn = await _open(self.url, migrate=self.migrate)
+            conn = self._conn
+        with name_errors(self.role, "failed"):
+            yield conn
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+
+
+async def _open(url: str | None, *, migrate: bool) -> psycopg.AsyncConnection:
+    # database_url may start the embedded server: blocking, so in a thread
+    resolved = await asyncio.to_thread(database_url, url)
+    try:
+        conn = await psycopg.AsyncConnection.connect(resolved, autocommit=True)
+    except psycopg.OperationalError as exc:
+        raise DatabaseError(f"cannot connect to {_redact(resolved)}: {exc}".strip()) from exc
+    try:
+        await prepare_async_connection(conn, migrate=migrate)
+    except BaseException:
+        await conn.close()
+        raise
+    return conn
+
+
+def async_read_source(url: str) -> AsyncLazyConnection:
+    return AsyncLazyConnection(url, migrate=False, role=READ_REPLICA)
+
+
+def async_connection_source(target: Any, *, migrate: bool = True):
+    """An async source for an AsyncConnection, an AsyncConnectionPool, a URL or None."""
+    if isinstance(target, psycopg.AsyncConnection):
+        return AsyncSingleConnection(target, migrate=migrate)
+    if target is None or isinstance(target, str):
+        return AsyncLazyConnection(target, migrate=migrate)
+    if _is_pool(target, "AsyncConnectionPool"):
+        return AsyncPooledConnections(target, migrate=migrate)
+    if isinstance(target, (AsyncSingleConnection, AsyncPooledConnections, AsyncLazyConnection)):
+        return target
+    raise TypeError(f"expected a psycopg AsyncConnection, a psycopg_pool AsyncConnectionPool or a URL, "
+                    f"not {type(target).__name__}")

@@ -1,0 +1,59 @@
+"""One query path for the synchronous and the asynchronous API.
+
+The pipeline is written once, as steps: a generator that yields each Statement it needs and
+receives its rows. run_steps executes the statements on a synchronous connection source;
+arun_steps on an asynchronous one, and runs the steps between statements (query embedding,
+cross-encoder, selection, assembly: CPU work) in a worker thread, off the event loop, so that
+concurrent requests overlap their database waits. Both run the same code, so their results are
+the same.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    query: Any  # SQL text, or a psycopg.sql Composable
+    params: Any = None
+    prepare: bool | None = None
+
+
+Steps = Generator[Statement, list, T]
+
+
+def run_steps(steps: Steps[T], source: Any) -> T:
+    """Drive STEPS on a synchronous ConnectionSource (windowrag_pg.db.source)."""
+    rows = None
+    try:
+        while True:
+            statement = steps.send(rows)
+            with source.connection() as conn:
+                rows = conn.execute(statement.query, statement.params, prepare=statement.prepare).fetchall()
+    except StopIteration as done:
+        return done.value
+
+
+async def arun_steps(steps: Steps[T], source: Any) -> T:
+    """Drive STEPS on an asynchronous source (windowrag_pg.db.async_source): statements on the
+    event loop, everything between them in a worker thread."""
+    statement, result = await asyncio.to_thread(_advance, steps, None)
+    while statement is not None:
+        async with source.connection() as conn:
+            cursor = await conn.execute(statement.query, statement.params, prepare=statement.prepare)
+            rows = await cursor.fetchall()
+        statement, result = await asyncio.to_thread(_advance, steps, rows)
+    return result
+
+
+def _advance(steps: Steps[T], rows: list | None) -> tuple[Statement | None, T | None]:
+    # StopIteration cannot cross a thread's future: turn it into (None, result)
+    try:
+        return steps.send(rows), None
+    except StopIteration as done:
+        return None, done.value

@@ -1,0 +1,183 @@
+"""Budget-first selection: the most valuable contiguous runs of sentences under a token budget.
+
+Pure numpy, no I/O. The candidates are sentences in document order, each with a value (how much
+it is worth sending, already net of its token price, see segment/values.py), a token count and
+whether it may continue the run of the sentence before it (same section, next ordinal). We pick
+at most ``max_segments`` runs that do not overlap, never cross a break, and hold at most
+``budget`` tokens together, maximising the summed value — exactly, by dynamic programming:
+
+    closed[i][j][c] = best total over sentences ..i, sentence i not sent, j runs, c token units
+    opened[i][j][c] = the same with sentence i sent (it ends or continues run j)
+
+    closed[i] = max(closed[i-1], opened[i-1])
+    opened[i][j][c] = value[i] + max(opened[i-1][j][c - cost[i]]        if i continues i-1,
+                                     closed[i][j-1][c - cost[i]])        (a new run)
+
+One vectorised step per sentence over the (runs × token units) table: O(n · k · B) work.
+Token counts are rounded UP to units of ``ceil(budget / max_units)`` tokens when the budget is
+large, so the budget is never exceeded (the optimum is exact in those units). Ties go to the
+fewer tokens. A sentence worth less than nothing is never sent at the edge of a run, so runs
+start and end on valuable sentences and bridge a weak one only when both sides pay for it.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .values import CandidateSentence, feature_matrix, query_relevance, sentence_probabilities
+
+__all__ = ["Run", "Selection", "choose_segments", "run_breaks", "select_runs"]
+
+# the token axis of the table holds at most this many units (a 2,048-token budget: 4 tokens a unit)
+MAX_UNITS = 512
+
+
+class Run(NamedTuple):
+    """Candidates ``start`` .. ``end - 1`` (end exclusive), their summed value and tokens."""
+
+    start: int
+    end: int
+    value: float
+    tokens: int
+
+
+def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, budget: int,
+                max_segments: int, max_units: int = MAX_UNITS) -> list[Run]:
+    """The set of at most MAX_SEGMENTS runs with the largest total value within BUDGET tokens.
+
+    ``continues[i]`` is True when candidate i may extend a run that holds candidate i - 1
+    (``continues[0]`` is ignored). Runs come in document order; an empty list means no run
+    is worth more than nothing.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    t = np.asarray(tokens, dtype=np.int64)
+    cont = np.asarray(continues, dtype=bool)
+    n = v.size
+    if v.ndim != 1 or t.shape != v.shape or cont.shape != v.shape:
+        raise ValueError(f"values {v.shape}, tokens {t.shape} and continues {cont.shape} must be equal 1-d shapes")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("values must be finite")
+    if n and t.min() < 0:
+        raise ValueError("token counts must be >= 0")
+    if not isinstance(budget, int) or budget < 1:
+        raise ValueError(f"budget must be a positive integer of tokens, not {budget!r}")
+    if not isinstance(max_segments, int) or max_segments < 1:
+        raise ValueError(f"max_segments must be a positive integer, not {max_segments!r}")
+    if n == 0 or not (v > 0).any():
+        return []
+
+    unit = max(1, math.ceil(budget / max_units))
+    cap = budget // unit
+    cost = -(-t // unit)  # ceil: rounding up never lets the real total pass the budget
+    k = max_segments
+    closed = np.full((k + 1, cap + 1), -np.inf)
+    closed[0, 0] = 0.0
+    opened = np.full((k + 1, cap + 1), -np.inf)
+    # for the way back: was opened[i] a continuation, did closed[i] come from opened[i-1]
+    extended = np.zeros((n, k + 1, cap + 1), dtype=bool)
+    from_open = np.zeros((n, k + 1, cap + 1), dtype=bool)
+    for i in range(n):
+        from_open[i] = opened > closed
+        closed_now = np.maximum(closed, opened)
+        opened_now = np.full_like(opened, -np.inf)
+        c = int(cost[i])
+        if c <= cap:
+            width = cap + 1 - c
+            opened_now[1:, c:] = closed_now[:-1, :width] + v[i]
+            if i > 0 and cont[i]:
+                longer = opened[:, :width] + v[i]
+                better = longer > opened_now[:, c:]
+                extended[i, :, c:] = better
+                opened_now[:, c:] = np.where(better, longer, opened_now[:, c:])
+        closed, opened = closed_now, opened_now
+
+    final = np.maximum(closed, opened)
+    best = final.max()
+    if not best > 0:
+        return []
+    # fewest runs, then fewest tokens among the (near-)best totals
+    tol = 1e-9 * max(1.0, abs(best))
+    j = int(np.flatnonzero((final >= best - tol).any(axis=1))[0])
+    c = int(np.flatnonzero(final[j] >= best - tol)[0])
+    state_open = bool(opened[j, c] >= closed[j, c])
+    chosen = np.zeros(n, dtype=bool)
+    starts = np.zeros(n, dtype=bool)
+    i = n - 1
+    while i >= 0 and j > 0:
+        if state_open:
+            chosen[i] = True
+            if extended[i, j, c]:
+                c -= int(cost[i])
+                i -= 1
+                continue  # still open at i - 1
+            starts[i] = True
+            c -= int(cost[i])
+            j -= 1
+            # the run began at i: before it, the best of closed/opened at i - 1
+            i -= 1
+            if i >= 0:
+                state_open = bool(from_open[i + 1, j, c])
+            continue
+        state_open = bool(from_open[i, j, c])
+        i -= 1
+    return _runs(chosen, starts, v, t)
+
+
+def _runs(chosen: np.ndarray, starts: np.ndarray, values: np.ndarray, tokens: np.ndarray) -> list[Run]:
+    runs: list[Run] = []
+    i, n = 0, chosen.size
+    while i < n:
+        if not chosen[i]:
+            i += 1
+            continue
+        end = i + 1
+        while end < n and chosen[end] and not starts[end]:
+            end += 1
+        runs.append(Run(i, end, float(values[i:end].sum()), int(tokens[i:end].sum())))
+        i = end
+    return runs
+
+
+def run_breaks(keys: Sequence[tuple[int, int]], ordinals: Sequence[int]) -> np.ndarray:
+    """``continues`` for candidates in document order: same (document, section) key and the
+    next ordinal."""
+    n = len(ordinals)
+    cont = np.zeros(n, dtype=bool)
+    for i in range(1, n):
+        cont[i] = keys[i] == keys[i - 1] and ordinals[i] == ordinals[i - 1] + 1
+    return cont
+
+
+class Selection(NamedTuple):
+    """What budget-first selection decided for one query."""
+
+    runs: list[Run]  # in document order; indexes into the candidates
+    probabilities: np.ndarray  # P(evidence) of each candidate
+    relevance: float  # how well the corpus can answer at all, in [0, 1] (abstention)
+
+
+def choose_segments(candidates: Sequence[CandidateSentence], *, query_idf: float, budget: int,
+                    max_segments: int, sentence_floor: float = 0.0,
+                    probabilities: np.ndarray | None = None) -> Selection:
+    """Sentence values → the best runs within BUDGET tokens (at most MAX_SEGMENTS of them).
+
+    A sentence's value is its probability of holding evidence minus its token price: the price of
+    an average (32-token) sentence is SENTENCE_FLOOR times the best probability of the query, so
+    the price follows each query's own value distribution. With a floor of 0 every sentence is
+    worth sending and the budget is filled; above 0 weak sentences are left out even when they fit.
+    ``probabilities`` replaces the model's (e.g. folded with cross-encoder scores).
+    """
+    if probabilities is None:  # given: already folded with the cross-encoder's scores
+        probabilities = sentence_probabilities(feature_matrix(candidates))
+    relevance = query_relevance(candidates, query_idf=query_idf)
+    if not candidates:
+        return Selection([], probabilities, relevance)
+    tokens = np.asarray([c.token_count for c in candidates], dtype=np.int64)
+    price = sentence_floor * float(probabilities.max()) * tokens / 32.0
+    continues = run_breaks([(c.document_key, c.section_id) for c in candidates], [c.ordinal for c in candidates])
+    runs = select_runs(probabilities - price, tokens, continues, budget=budget, max_segments=max_segments)
+    return Selection(runs, probabilities, relevance)
