@@ -758,11 +758,12 @@ def test_tenancy_migration_round_trip_keeps_every_row_and_tenant(db_url, embedde
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-def test_ids_migrations_round_trip_restores_the_schema_before_them_exactly(db_url):
+@pytest.mark.parametrize("revision", ["0007", "0008"])
+def test_ids_migrations_round_trip_restores_the_schema_before_them_exactly(db_url, revision):
     from alembic.script import ScriptDirectory
 
-    before_ids = ScriptDirectory.from_config(db._alembic_config()).get_revision("0007").down_revision
-    name = "tenant_ids_migration_test"
+    before_it = ScriptDirectory.from_config(db._alembic_config()).get_revision(revision).down_revision
+    name = f"tenant_ids_migration_test_{revision}"
     with psycopg.connect(db_url, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -771,17 +772,18 @@ def test_ids_migrations_round_trip_restores_the_schema_before_them_exactly(db_ur
                          " has_sequence_privilege('windowrag_writer', 'windowrag.collections_id_seq', 'USAGE')")
     try:
         with psycopg.connect(url, autocommit=True) as conn:
-            db.upgrade(conn, before_ids)
+            db.upgrade(conn, before_it)
             before = conn.execute(SCHEMA_FINGERPRINT).fetchone()[0]
-            assert conn.execute(writer_may_create).fetchone() == (True, True)
-            db.upgrade(conn, "0008")
-            assert conn.execute(writer_may_create).fetchone() == (False, False)
-            db.downgrade(conn, before_ids)
+            db.upgrade(conn, revision)
+            assert conn.execute(SCHEMA_FINGERPRINT).fetchone()[0] != before
+            db.downgrade(conn, before_it)
             assert conn.execute(SCHEMA_FINGERPRINT).fetchone()[0] == before
-            assert conn.execute(writer_may_create).fetchone() == (True, True)
-            db.upgrade(conn, "0008")
-            conn.execute("SELECT windowrag.setup_tenancy_roles()")  # what a DBA re-runs keeps them away
-            assert conn.execute(writer_may_create).fetchone() == (False, False)
+            if revision == "0008":
+                assert conn.execute(writer_may_create).fetchone() == (True, True)
+                db.upgrade(conn, revision)
+                assert conn.execute(writer_may_create).fetchone() == (False, False)
+                conn.execute("SELECT windowrag.setup_tenancy_roles()")  # what a DBA re-runs keeps them away
+                assert conn.execute(writer_may_create).fetchone() == (False, False)
     finally:
         with psycopg.connect(db_url, autocommit=True) as admin:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))

@@ -1,7 +1,7 @@
 """Only the owner creates collections: writers lose INSERT on collections and nextval on its sequence.
 
 Revision ID: 0008
-Revises: 0007
+Revises: 0009
 
 The collections' id is an integer: a role that can draw from its sequence can use up its 2^31
 values in minutes (sql/owner_provisions_collections.sql). setup_tenancy_roles() keeps it so when
@@ -13,7 +13,7 @@ from alembic import op
 from windowrag_pg.db.sqlfiles import load_sql
 
 revision = "0008"
-down_revision = "0007"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
