@@ -324,8 +324,9 @@ INGEST_ERRORS = (Exception,)
 EXPECTED_ERRORS = (ParseError, EmbeddingError, ValueError)  # their messages are written for users
 
 
-class _Stopped(Exception):
-    """should_stop() turned true (not an INGEST_ERROR: nothing catches it on its way out)."""
+class _Stopped(BaseException):
+    """should_stop() turned true. A BaseException, like KeyboardInterrupt, so that no per-document
+    handler (INGEST_ERRORS is every Exception) catches it on its way out."""
 
 
 def _describe(exc: Exception) -> str:

@@ -71,7 +71,8 @@ def write_document(
 
 def lock_collection_writes(conn: psycopg.Connection, collection: Collection) -> None:
     """The locking rule (sql/lock_collection_writes.sql), inside the caller's transaction."""
-    conn.execute(load_sql("lock_collection_writes"), [collection.id])
+    if conn.execute(load_sql("lock_collection_writes"), [collection.id]).fetchone() is None:
+        raise CollectionError(f"collection {collection.name!r} no longer exists (deleted meanwhile?)")
 
 
 def stored_content(conn: psycopg.Connection, collection: Collection, external_id: str) -> tuple | None:
@@ -99,12 +100,6 @@ def delete_document(conn: psycopg.Connection, collection: Collection, external_i
         lock_collection_writes(conn, collection)
         row = conn.execute(load_sql("delete_document"), [collection.id, external_id]).fetchone()
     return row is not None
-
-
-def lock_collection_writes(conn: psycopg.Connection, collection: Collection) -> None:
-    """Take the collection's write lock for the current transaction (sql/lock_collection_writes.sql)."""
-    if conn.execute(load_sql("lock_collection_writes"), [collection.id]).fetchone() is None:
-        raise CollectionError(f"collection {collection.name!r} no longer exists (deleted meanwhile?)")
 
 
 def _copy_sections(conn: psycopg.Connection, document_id: int, parsed: ParsedDocument, units: list[Unit]) -> None:
