@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query")
     p.add_argument("--k", type=int, default=5, help=f"at most this many contexts (default 5; {describe('k')})")
     p.add_argument("--token-budget", type=int, default=None,
-                   help=f"tokens all contexts may hold together (default 1024; 0: no budget; at most {LIMITS['token_budget'].high})")
+                   help=f"tokens all contexts may hold together (default 1200; 0: no budget; at most {LIMITS['token_budget'].high})")
     p.add_argument("--selection", default=None, choices=["segments", "windows"],
                    help="segments (default): the most valuable runs of sentences within the budget; "
                         "windows: fixed ±--window windows, cut to the budget")

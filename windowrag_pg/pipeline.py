@@ -48,7 +48,8 @@ class PipelineOptions:
 
     k: int = 5
     # tokens (the embedder's tokenizer) all contexts may hold together; None: no budget
-    token_budget: int | None = 1024
+    # 1,200: the knee of both dev curves (docs/evaluation.md, "Default budget")
+    token_budget: int | None = 1200
     selection: str = "segments"
     # below this relevance (P(the corpus answers), segment/values.py) nothing is returned;
     # 0.15 abstained on 0.1% / 0.7% of in-corpus dev questions (SQuAD / ContractNLI) and on most
