@@ -6,7 +6,10 @@ test's virtualenv first on PATH: bash blocks with bash (stopping at the first fa
 python blocks with python, sql blocks with psql against the embedded server. A block in any
 other language fails the test until it is added to RUNNERS or to NOT_CODE.
 
-Two commands run in a cheaper equivalent form (CHEAPER); each says why.
+Two commands run in a cheaper equivalent form (CHEAPER); each says why. Blocks that import an
+optional framework (EXTRAS: `pip install "windowrag-pg[llama-index]"`, …) run where it is
+installed: the `integrations` stage of .ci/run runs every block with no exception; the slow
+stage runs the others and names the ones it left out.
 """
 from __future__ import annotations
 
@@ -33,6 +36,15 @@ CHEAPER = [
     (re.compile(r"python -m pytest -q$", re.M), "python -m pytest -q --collect-only"),
 ]
 BLOCK_TIMEOUT_S = 900
+EXTRAS = {"llama_index": "llama-index", "langchain_core": "langchain"}  # import name -> extra
+
+
+def missing_extras(code: str) -> list[str]:
+    """The extras a python block imports that are not installed here."""
+    import importlib.util
+
+    return [extra for module, extra in EXTRAS.items()
+            if re.search(rf"^\s*(from|import) {module}\b", code, re.M) and importlib.util.find_spec(module) is None]
 
 
 def readme_blocks(text: str) -> list[tuple[str, str]]:
@@ -52,6 +64,17 @@ def test_readme_blocks_are_found_and_all_runnable():
 
 @pytest.mark.slow
 def test_every_readme_code_block_runs_as_printed(tmp_path):
+    skipped = run_readme(tmp_path, allow_missing_extras=True)
+    print(f"blocks left for the integrations stage (extras not installed): {skipped}")
+
+
+@pytest.mark.integrations
+def test_every_readme_code_block_runs_with_the_framework_extras(tmp_path):
+    assert run_readme(tmp_path, allow_missing_extras=False) == []
+
+
+def run_readme(tmp_path: Path, *, allow_missing_extras: bool) -> list[int]:
+    """Run the README's blocks in order; returns the numbers of the blocks left out."""
     if not (EVAL_DIR / "contractnli-dev" / "documents.jsonl").is_file():
         pytest.skip(f"evaluation data not found at {EVAL_DIR}")
     checkout = tmp_path / "windowrag-pg"
@@ -66,9 +89,15 @@ def test_every_readme_code_block_runs_as_printed(tmp_path):
     env.pop("PYTHONPATH", None)
 
     blocks = readme_blocks((REPO / "README.md").read_text(encoding="utf-8"))
+    skipped = []
     try:
         for number, (language, code) in enumerate(blocks, start=1):
             if language in NOT_CODE:
+                continue
+            missing = missing_extras(code) if language == "python" else []
+            if missing:
+                assert allow_missing_extras, f"README block {number} needs the extras {missing}: install them"
+                skipped.append(number)
                 continue
             script = tmp_path / f"block{number}"
             if language == "python":
@@ -93,3 +122,4 @@ def test_every_readme_code_block_runs_as_printed(tmp_path):
         from windowrag_pg.db.embedded import stop_embedded
 
         stop_embedded(home)
+    return skipped
