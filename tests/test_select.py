@@ -100,3 +100,14 @@ def test_choose_segments_keeps_the_budget_and_the_section_limits():
     for run in chosen.runs:
         assert len({sentences[i].section_id for i in range(run.start, run.end)}) == 1
     assert 0.0 <= chosen.relevance <= 1.0
+
+
+def test_relevance_separates_an_answerable_query_from_an_off_topic_one():
+    from windowrag_pg.segment.values import query_relevance
+
+    answered = [candidate(o, 0.55, rank=o + 1) for o in range(8)]
+    answered[3] = candidate(3, 0.86, rank=1, bm25=9.0, terms=(("dental", 4.0), ("plan", 2.5)))
+    off_topic = [candidate(o, 0.45 + 0.01 * (o % 3), rank=o + 1) for o in range(8)]
+    assert query_relevance(answered, query_idf=6.5) > 0.9
+    assert query_relevance(off_topic, query_idf=9.0) < 0.15  # below the default min_relevance
+    assert query_relevance([], query_idf=0.0) < 0.01
