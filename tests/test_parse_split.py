@@ -557,3 +557,24 @@ def test_invariants_hold_on_arbitrary_input(pieces: list[str], format: str, max_
     assert_invariants(doc, units, max_unit_chars)
     if format != "html":
         assert doc.text == text
+
+
+def test_a_paragraph_scanned_in_pieces_splits_as_in_one_pass(monkeypatch) -> None:
+    # Bling Fire sees megabyte paragraphs in whitespace-cut pieces (memory); a piece cut is not a
+    # sentence end, so the units (and the unit cap's hard cuts) are the same as one scan's.
+    import random
+
+    from windowrag_pg.split import sentences
+
+    rng = random.Random(3)
+    words = ["".join(rng.choices("abcdefghij", k=n)) for n in range(2, 9) for _ in range(50)]
+    parts = []
+    for _ in range(60):
+        parts.append(" ".join(rng.choices(words, k=rng.randint(5, 40))).capitalize() + ".")
+        parts.append(" ".join(rng.choices(words, k=rng.randint(300, 900))))  # runs on, no break
+    text = " ".join(parts)
+    one_pass = sentences.sentence_spans(text, 0, len(text))
+    monkeypatch.setattr(sentences, "SENTENCE_SCAN_CHARS", 4_000)
+    pieces = sentences.sentence_spans(text, 0, len(text))
+    assert len(text) > 30 * 4_000
+    assert pieces == one_pass

@@ -99,14 +99,37 @@ def block_spans(text: str, block: Block, max_unit_chars: int) -> list[Span]:
 
 # Bling Fire's buffers take ~18 bytes per input byte, so a paragraph longer than this (a
 # megabytes-long line without breaks) is scanned in pieces cut at whitespace.
-SENTENCE_SCAN_CHARS = 64_000  # a multiple of the default 2,000-character unit cap: hard cuts fall as in one pass
+SENTENCE_SCAN_CHARS = 64_000
+_SENTENCE_END_RE = re.compile(r"[.!?。！？][\"')\]»”’]*\Z")
 
 
 def sentence_spans(text: str, start: int, end: int) -> list[Span]:
     """Stripped sentence spans of ``text[start:end]`` (absolute offsets), by Bling Fire."""
     if end - start > SENTENCE_SCAN_CHARS:
-        return [span for piece in cut_long_span(text, start, end, SENTENCE_SCAN_CHARS)
-                for span in sentence_spans(text, *piece)]
+        return [piece for span in _long_sentence_spans(text, start, end)
+                for piece in clause_spans(text, *span)]
+    return [piece for span in _scanned_sentence_spans(text, start, end)
+            for piece in clause_spans(text, *span)]
+
+
+def _long_sentence_spans(text: str, start: int, end: int) -> list[Span]:
+    """Sentences of a span too long for one Bling Fire call, scanned in whitespace-cut pieces.
+
+    A piece cut is not a sentence end: the sentence running into it is joined with the one the
+    next piece starts with, so the later unit cap cuts the text as if it were scanned in one pass.
+    """
+    spans: list[Span] = []
+    for piece_start, piece_end in cut_long_span(text, start, end, SENTENCE_SCAN_CHARS):
+        piece_spans = _scanned_sentence_spans(text, piece_start, piece_end)
+        if spans and piece_spans and not _SENTENCE_END_RE.search(text, spans[-1][0], spans[-1][1]):
+            first = piece_spans.pop(0)
+            spans[-1] = (spans[-1][0], first[1])
+        spans.extend(piece_spans)
+    return spans
+
+
+def _scanned_sentence_spans(text: str, start: int, end: int) -> list[Span]:
+    """Stripped sentence spans of one Bling Fire call over ``text[start:end]``."""
     segment = text[start:end]
     if not segment.strip():
         return []
@@ -125,7 +148,7 @@ def sentence_spans(text: str, start: int, end: int) -> list[Span]:
             span = (spans.pop()[0], span[1])
         spans.append(span)
         glue_to_next = _ENUMERATOR_ONLY_RE.fullmatch(text, span[0], span[1]) is not None
-    return [piece for span in spans for piece in clause_spans(text, *span)]
+    return spans
 
 
 def clause_spans(text: str, start: int, end: int) -> list[Span]:
