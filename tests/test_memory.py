@@ -37,7 +37,7 @@ SPLIT_AND_EMBED = PREAMBLE + textwrap.dedent("""
     # the longest units: batches of 512 tokens, where attention memory peaks
     vectors = embedder.embed_documents([u.text for u in units[:8]], progress=calls.append)
     print(json.dumps({"idle": idle, "peak": peak_mib(), "units": len(units), "longest": max(len(u.text) for u in units),
-                      "covered": sum(len(u.text) for u in units), "tokens": min(tokens), "shape": list(vectors.shape),
+                      "covered": sum(len(u.text) for u in units), "tokens": sorted(tokens)[len(tokens) // 2], "shape": list(vectors.shape),
                       "progress_calls": len(calls)}))
 """)
 

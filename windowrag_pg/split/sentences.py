@@ -98,8 +98,9 @@ def block_spans(text: str, block: Block, max_unit_chars: int) -> list[Span]:
 
 
 # Bling Fire's buffers take ~18 bytes per input byte, so a paragraph longer than this (a
-# megabytes-long line without breaks) is scanned in pieces cut at whitespace.
-SENTENCE_SCAN_CHARS = 65_536
+# megabytes-long line without breaks) is scanned in pieces cut at whitespace (a multiple of the
+# default unit length: a line without whitespace is then cut exactly as in one piece).
+SENTENCE_SCAN_CHARS = 64_000
 
 
 def sentence_spans(text: str, start: int, end: int) -> list[Span]:
