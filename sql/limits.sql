@@ -45,8 +45,9 @@ BEGIN
         END;
         IF value IS NOT NULL AND (value < lim.low OR value > lim.high)
            AND NOT (lim.name = 'query_chars' AND value = 0) THEN  -- an empty query finds nothing
-            RAISE EXCEPTION 'windowrag: % must be from % to %, not % (limit %: %)',
-                lim.what, lim.low, lim.high, value, lim.name, lim.why
+            RAISE EXCEPTION 'windowrag: % must be %from % to %, not % (limit %: %)',
+                lim.what, CASE WHEN lim.what = lim.name THEN 'an integer ' ELSE '' END,
+                lim.low, lim.high, value, lim.name, lim.why
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
     END LOOP;

@@ -176,7 +176,8 @@ def generate_text(recipe: dict) -> str:
             words.append(word)
         return " ".join(words + ([recipe["extra"]] if recipe.get("extra") else []))
     if kind == "letters":
-        return " ".join("abcdefghijklmnopqrstuvwxyz"[i % 26] for i in range(recipe["count"]))
+        letters = ["abcdefghijklmnopqrstuvwxyz"[i % 26] for i in range(recipe["count"])]
+        return " ".join(letters + ([recipe["extra"]] if recipe.get("extra") else []))
     if kind == "huge_metadata":
         metadata: dict[str, Any] = {f"k{i}": f"v{i}" for i in range(recipe["keys"])}
         metadata["K" * recipe["long_key_chars"]] = "long key"

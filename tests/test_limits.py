@@ -67,6 +67,8 @@ def test_the_lower_level_sql_functions_check_the_same_limits(conn, small, embedd
         ("SELECT * FROM windowrag.bm25_search(%s, 'keys', 1001)", [small], "candidates", 1001),
         ("SELECT * FROM windowrag.hybrid_search(%s, 'keys', %s, rrf_k => 0)", [small, embedding], "rrf_k", 0),
         ("SELECT * FROM windowrag.sentence_window(1, 101)", [], "window", 101),
+        ("SELECT * FROM windowrag.candidate_sentences(%s, 'keys', %s, candidates => 5000)", [small, embedding],
+         "candidates", 5000),
     ]
     for statement, params, name, value in cases:
         with pytest.raises(psycopg.errors.InvalidParameterValue) as error:

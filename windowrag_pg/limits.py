@@ -53,7 +53,8 @@ def problem(name: str, value: object) -> str | None:
     if not isinstance(value, int) or isinstance(value, bool):
         return f"{limit.what} must be a whole number from {limit.low} to {limit.high}, not {value!r} (limit {name})"
     if not limit.low <= value <= limit.high:
-        return (f"{limit.what} must be from {limit.low} to {limit.high}, not {value} "
+        kind = "an integer " if limit.what == name else ""
+        return (f"{limit.what} must be {kind}from {limit.low} to {limit.high}, not {value} "
                 f"(limit {name}: {limit.why})")
     return None
 
