@@ -96,7 +96,7 @@ def test_sample_is_nested_and_fixed():
 
 def test_presets_and_json_configs(tmp_path):
     assert list(PRESETS) == ["chunks512", "chunks256", "window_nomerge", "sentence", "window", "hybrid", "rerank",
-                             "rse", "windows", "full_no_abstain", "full"]
+                             "rse", "windows", "rse_off", "full_no_abstain", "full"]
     assert PRESETS["chunks512"].collection.collection_name("squad-dev") == "eval_squad-dev_chunks512"
     assert PRESETS["window"].collection.collection_name("squad-dev") == "eval_squad-dev_sentence"
     path = tmp_path / "mine.json"

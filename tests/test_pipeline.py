@@ -112,11 +112,12 @@ def test_rse_that_returns_nothing_says_why(conn, embedder, squad_article):
     assert "minimum_segment_value" in result.trace["abstain"]
 
 
-def test_budget_first_segments_are_cited_disjoint_and_within_the_budget(conn, embedder, squad_article):
+@pytest.mark.parametrize("selection", ["segments", "value_windows"])
+def test_budget_first_segments_are_cited_disjoint_and_within_the_budget(conn, embedder, squad_article, selection):
     name, article, questions = squad_article
     pipeline = Pipeline(conn, collection=name, embedder=embedder)
     for question in questions[:5]:
-        result = pipeline.search(question["query"], token_budget=300, k=4)
+        result = pipeline.search(question["query"], token_budget=300, k=4, selection=selection)
         assert not result.abstained and 1 <= len(result.contexts) <= 4
         tokens = embedder.count_tokens([c.text for c in result.contexts])
         assert sum(tokens) <= 300 and sum(c.token_count for c in result.contexts) <= 300

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowrag_pg.segment.select import choose_segments, run_breaks, select_runs
+from windowrag_pg.segment.select import choose_segments, run_breaks, select_runs, windows_by_value
 from windowrag_pg.segment.values import CandidateSentence, FEATURES, feature_matrix, sentence_probabilities
 
 
@@ -111,3 +111,33 @@ def test_relevance_separates_an_answerable_query_from_an_off_topic_one():
     assert query_relevance(answered, query_idf=6.5) > 0.9
     assert query_relevance(off_topic, query_idf=9.0) < 0.15  # below the default min_relevance
     assert query_relevance([], query_idf=0.0) < 0.01
+
+
+@settings(max_examples=200, deadline=None)
+@given(cands=st.lists(st.tuples(st.floats(-1, 1), st.integers(1, 60), st.booleans()), min_size=1, max_size=14),
+       budget=st.integers(0, 300), max_segments=st.integers(1, 4), window=st.integers(0, 3))
+def test_windows_by_value_keep_the_budget_the_runs_and_the_breaks(cands, budget, max_segments, window):
+    values = np.array([c[0] for c in cands])
+    tokens = np.array([c[1] for c in cands])
+    continues = np.array([False] + [c[2] for c in cands[1:]])
+    runs = windows_by_value(values, tokens, continues, budget=budget, max_segments=max_segments, window=window)
+    assert sum(r.tokens for r in runs) <= budget and len(runs) <= max_segments
+    for a, b in zip(runs, runs[1:]):
+        assert a.end <= b.start and not (a.end == b.start and continues[b.start])  # disjoint, not touching
+    for r in runs:
+        assert all(continues[r.start + 1:r.end])  # no run crosses a break
+    best = int(np.argmax(values))
+    if tokens[best] <= budget:  # the most valuable sentence is always sent when it fits
+        assert any(r.start <= best < r.end for r in runs)
+
+
+def test_windows_by_value_send_fixed_windows_where_rse_sends_the_valuable_run():
+    # one valuable sentence among weak neighbours: the window sends 3 each side, the exact
+    # selection spends the same budget on the two valuable runs instead
+    values = np.array([0.0, 0.0, 0.0, 0.9, 0.0, 0.0, 0.0, 0.0, 0.0, 0.8, 0.7, 0.0])
+    tokens = np.full(values.size, 10)
+    continues = np.array([False] + [True] * (values.size - 1))
+    fixed = windows_by_value(values, tokens, continues, budget=70, max_segments=2, window=3)
+    assert [(r.start, r.end) for r in fixed] == [(0, 7)]
+    exact = select_runs(values, tokens, continues, budget=70, max_segments=2)
+    assert sum(r.value for r in exact) == pytest.approx(2.4)

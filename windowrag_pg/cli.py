@@ -59,13 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=5, help=f"at most this many contexts (default 5; {describe('k')})")
     p.add_argument("--token-budget", type=int, default=None,
                    help=f"tokens all contexts may hold together (default 1200; 0: no budget; at most {LIMITS['token_budget'].high})")
-    p.add_argument("--selection", default=None, choices=["segments", "windows"],
+    p.add_argument("--selection", default=None, choices=["segments", "windows", "value_windows"],
                    help="segments (default): the most valuable runs of sentences within the budget; "
-                        "windows: fixed ±--window windows, cut to the budget")
+                        "windows: fixed ±--window windows, cut to the budget; value_windows: "
+                        "±--window windows around the most valuable sentences (RSE off, for comparison)")
     p.add_argument("--min-relevance", type=float, default=None,
                    help="return nothing when the best answer's relevance (0-1) is below this "
                         "(default: the library's calibrated threshold; 0 never abstains)")
-    p.add_argument("--window", type=int, default=3, help=f"with --selection windows: sentences each side ({describe('window')})")
+    p.add_argument("--window", type=int, default=3, help=f"with --selection windows or value_windows: sentences each side ({describe('window')})")
     p.add_argument("--mode", default="hybrid", choices=["hybrid", "dense", "bm25"])
     p.add_argument("--candidates", type=int, default=20, help=f"candidates per list (dense, BM25) before fusion ({describe('candidates')})")
     p.add_argument("--clamp", default="section", choices=["section", "document"])

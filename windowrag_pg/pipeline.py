@@ -35,7 +35,9 @@ from .segment.rse import RSEParams, best_segments, get_params
 from .segment.select import Run, choose_segments
 from .segment.values import fold_reranker_scores
 
-SELECTIONS = ("segments", "windows")
+# segments: budget-first (sentence values + RSE); windows: fixed merged windows from SQL;
+# value_windows: sentence values with fixed ±window windows, RSE off (for comparison)
+SELECTIONS = ("segments", "windows", "value_windows")
 # without a token budget, segment selection still needs a bound for its table
 UNBOUNDED_BUDGET = 8192
 
@@ -156,7 +158,7 @@ class Pipeline:
               collection: str | None = None) -> Steps[PipelineResult]:
         """The whole chain as steps (windowrag_pg.db.statements): run() drives them on this
         pipeline's connection, AsyncPipeline on an async one."""
-        if options.selection == "segments" and options.rse is None:
+        if options.selection in ("segments", "value_windows") and options.rse is None:
             return (yield from self._segment_steps(query, options, filters=filters, collection=collection))
         return (yield from self._window_steps(query, options, filters=filters, collection=collection))
 
@@ -174,7 +176,8 @@ class Pipeline:
         mark = time.perf_counter()
         budget = options.token_budget or UNBOUNDED_BUDGET
         selection = choose_segments(candidates.sentences, query_idf=candidates.query_idf, budget=budget,
-                                    max_segments=options.k, sentence_floor=options.sentence_floor)
+                                    max_segments=options.k, sentence_floor=options.sentence_floor,
+                                    window=_fixed_window(options))
         timings["select_ms"] = (time.perf_counter() - mark) * 1000
         rerank_trace = None
         if options.rerank and selection.runs:
@@ -233,7 +236,7 @@ class Pipeline:
         folded = fold_reranker_scores(wide.probabilities, [(r.start, r.end) for r in runs], scores)
         chosen = choose_segments(candidates.sentences, query_idf=candidates.query_idf, budget=budget,
                                  max_segments=options.k, sentence_floor=options.sentence_floor,
-                                 probabilities=folded)
+                                 probabilities=folded, window=_fixed_window(options))
         trace = [{"document_id": c.citation.document_id, "first_ordinal": c.citation.first_ordinal,
                   "last_ordinal": c.citation.last_ordinal, "score": float(score)} for c, score in zip(contexts, scores)]
         return chosen, trace
@@ -416,6 +419,11 @@ class Pipeline:
         })
         for context, (text,) in zip(contexts, rows):
             context.text = text
+
+
+def _fixed_window(options: PipelineOptions) -> int | None:
+    """value_windows: the ±window around each valued sentence (RSE off); segments: None (RSE)."""
+    return options.window if options.selection == "value_windows" else None
 
 
 def _context_from_run(candidates: Candidates, run: Run, probabilities: np.ndarray) -> AssembledContext:

@@ -13,6 +13,7 @@ gain or loss:
     rerank                  + cross-encoder over the top 20 windows
     rse                     + Relevant Segment Extraction (trims windows to their relevant core)
     windows                 the library defaults with fixed merged windows (selection="windows")
+    rse_off                 sentence values, ±3 windows around the best sentences (selection="value_windows")
     full_no_abstain         the library defaults without abstention (min_relevance null)
     full                    the library defaults: PipelineOptions() field by field
 
@@ -24,7 +25,7 @@ token boundary of the embedder's tokenizer (evaluation/budget.py).
 A configuration can also be read from a JSON file: ``{"name": ..., "collection": {"unit":
 "sentence" | "chunk", "chunk_tokens": 512, "contextual_headers": false}, "k": 5, "window": 3,
 "mode": "hybrid", "rerank": true, "rse": "balanced" | null | {"preset": "balanced",
-"irrelevant_sentence_penalty": 0.2, ...}, "selection": "segments" | "windows", ...}``; keys
+"irrelevant_sentence_penalty": 0.2, ...}, "selection": "segments" | "windows" | "value_windows", ...}``; keys
 left out take the defaults below, and ``"base": "NAME"`` starts from a preset instead.
 """
 from __future__ import annotations
@@ -193,6 +194,11 @@ PRESETS: dict[str, EvalConfig] = {
     "windows": EvalConfig("windows", "library defaults with fixed merged windows: hybrid, window 3, 20 candidates",
                           **{**library_defaults(), "selection": "windows", "window": 3, "mode": "hybrid",
                              "candidates": 20, "rerank": False, "rse": None, "min_relevance": None}),
+    # RSE off: the same sentence values, but ±3 windows around the best sentences (merged) instead
+    # of the best runs; without abstention, so `windows` → `rse_off` is what the sentence values
+    # add and `rse_off` → `full_no_abstain` what RSE adds, at equal tokens.
+    "rse_off": EvalConfig("rse_off", "sentence values with fixed ±3 windows around the best sentences (RSE off)",
+                          **{**library_defaults(), "selection": "value_windows", "window": 3, "min_relevance": None}),
     # The defaults without abstention: `full_no_abstain` against `full` is what abstaining costs
     # in-corpus, and its rows let any min_relevance be simulated (benchmarks/budget_report.py).
     "full_no_abstain": EvalConfig("full_no_abstain", "the library defaults without abstention (min_relevance null)",

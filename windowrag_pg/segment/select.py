@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 
 from .values import CandidateSentence, feature_matrix, query_relevance, sentence_probabilities
 
-__all__ = ["Run", "Selection", "choose_segments", "run_breaks", "select_runs"]
+__all__ = ["Run", "Selection", "choose_segments", "run_breaks", "select_runs", "windows_by_value"]
 
 # the token axis of the table holds at most this many units (a 2,048-token budget: 4 tokens a unit)
 MAX_UNITS = 512
@@ -142,6 +142,48 @@ def _runs(chosen: np.ndarray, starts: np.ndarray, values: np.ndarray, tokens: np
     return runs
 
 
+def windows_by_value(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, budget: int,
+                     max_segments: int, window: int) -> list[Run]:
+    """RSE off, for comparison: the same sentence values, but fixed windows instead of the best runs.
+
+    Sentences are taken best first; each brings its ±``window`` neighbours (clamped at breaks),
+    merged with chosen text it overlaps or touches. A window that would need a run beyond
+    ``max_segments`` is skipped; one that does not fit the budget is narrowed around its sentence
+    until it fits (skipped when the sentence alone does not). Runs in document order.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    t = np.asarray(tokens, dtype=np.int64)
+    cont = np.asarray(continues, dtype=bool)
+    n = v.size
+    if n == 0 or budget <= 0 or max_segments <= 0:
+        return []
+    group = np.cumsum(~cont)  # sentences that may share a run share a group number
+    chosen = np.zeros(n, dtype=bool)
+    spent = 0
+    for hit in np.argsort(-v, kind="stable"):
+        if chosen[hit]:
+            continue
+        for width in range(window, -1, -1):
+            low, high = max(0, hit - width), min(n, hit + width + 1)
+            inside = np.arange(low, high)
+            inside = inside[group[inside] == group[hit]]
+            added = inside[~chosen[inside]]
+            trial = chosen.copy()
+            trial[added] = True
+            if spent + int(t[added].sum()) > budget:
+                continue  # narrower
+            if _run_count(trial, cont) <= max_segments:
+                chosen, spent = trial, spent + int(t[added].sum())
+            break  # taken, or would be one run too many at any width
+    starts = chosen & ~np.concatenate([[False], chosen[:-1] & cont[1:]])
+    return _runs(chosen, starts, v, t)
+
+
+def _run_count(chosen: np.ndarray, continues: np.ndarray) -> int:
+    joined = chosen[1:] & chosen[:-1] & continues[1:]
+    return int(chosen.sum() - joined.sum())
+
+
 def run_breaks(keys: Sequence[tuple[int, int]], ordinals: Sequence[int]) -> np.ndarray:
     """``continues`` for candidates in document order: same (document, section) key and the
     next ordinal."""
@@ -162,14 +204,15 @@ class Selection(NamedTuple):
 
 def choose_segments(candidates: Sequence[CandidateSentence], *, query_idf: float, budget: int,
                     max_segments: int, sentence_floor: float = 0.0,
-                    probabilities: np.ndarray | None = None) -> Selection:
+                    probabilities: np.ndarray | None = None, window: int | None = None) -> Selection:
     """Sentence values → the best runs within BUDGET tokens (at most MAX_SEGMENTS of them).
 
     A sentence's value is its probability of holding evidence minus its token price: the price of
     an average (32-token) sentence is SENTENCE_FLOOR times the best probability of the query, so
     the price follows each query's own value distribution. With a floor of 0 every sentence is
     worth sending and the budget is filled; above 0 weak sentences are left out even when they fit.
-    ``probabilities`` replaces the model's (e.g. folded with cross-encoder scores).
+    ``probabilities`` replaces the model's (e.g. folded with cross-encoder scores). With
+    ``window``, RSE is off: fixed ±window windows around the best sentences (windows_by_value).
     """
     if probabilities is None:  # given: already folded with the cross-encoder's scores
         probabilities = sentence_probabilities(feature_matrix(candidates))
@@ -179,5 +222,9 @@ def choose_segments(candidates: Sequence[CandidateSentence], *, query_idf: float
     tokens = np.asarray([c.token_count for c in candidates], dtype=np.int64)
     price = sentence_floor * float(probabilities.max()) * tokens / 32.0
     continues = run_breaks([(c.document_key, c.section_id) for c in candidates], [c.ordinal for c in candidates])
-    runs = select_runs(probabilities - price, tokens, continues, budget=budget, max_segments=max_segments)
+    if window is not None:
+        runs = windows_by_value(probabilities - price, tokens, continues, budget=budget,
+                                max_segments=max_segments, window=window)
+    else:
+        runs = select_runs(probabilities - price, tokens, continues, budget=budget, max_segments=max_segments)
     return Selection(runs, probabilities, relevance)
