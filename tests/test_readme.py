@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -62,15 +63,25 @@ def test_readme_blocks_are_found_and_all_runnable():
     assert fences == 2 * len(blocks)
 
 
+@pytest.fixture()
+def own_tmp() -> Path:
+    """A folder outside pytest's basetemp: any other pytest session that starts meanwhile resets
+    /tmp/pytest-of-<user> to mode 0700 (and prunes old basetemps), which locks the embedded
+    server's own system user out of its data folder in the middle of the run."""
+    folder = Path(tempfile.mkdtemp(prefix="windowrag-readme-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.slow
-def test_every_readme_code_block_runs_as_printed(tmp_path):
-    skipped = run_readme(tmp_path, allow_missing_extras=True)
+def test_every_readme_code_block_runs_as_printed(own_tmp):
+    skipped = run_readme(own_tmp, allow_missing_extras=True)
     print(f"blocks left for the integrations stage (extras not installed): {skipped}")
 
 
 @pytest.mark.integrations
-def test_every_readme_code_block_runs_with_the_framework_extras(tmp_path):
-    assert run_readme(tmp_path, allow_missing_extras=False) == []
+def test_every_readme_code_block_runs_with_the_framework_extras(own_tmp):
+    assert run_readme(own_tmp, allow_missing_extras=False) == []
 
 
 def run_readme(tmp_path: Path, *, allow_missing_extras: bool) -> list[int]:
