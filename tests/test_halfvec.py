@@ -93,7 +93,8 @@ def _assert_same_sentences(before: list[tuple], after: list[tuple], *, exact: bo
 def test_fresh_install_stores_halfvec(conn, samples_collection):
     assert _column_type(conn) == "halfvec"
     indexes = _hnsw_indexes(conn)
-    assert indexes and all("::halfvec(" in d and "halfvec_cosine_ops" in d for d in indexes.values()), indexes
+    assert indexes and all("::halfvec(" in d and "halfvec_cosine_ops" in d and "m='24'" in d
+                           for d in indexes.values()), indexes
     assert "::halfvec(%1$s)" in _function_source(conn, "dense_search")
     cid, dimension = conn.execute("SELECT id, dimension FROM windowrag.collections WHERE name = %s",
                                   [samples_collection]).fetchone()
@@ -176,7 +177,7 @@ def test_migration_0010_down_and_up_on_a_populated_database(db_url, embedder, ev
             assert db.current_revision(conn) == db.head_revision() == "0010"
             assert _column_type(conn) == "halfvec"
             index = _hnsw_indexes(conn)[cid]
-            assert "((embedding)::halfvec(384)) halfvec_cosine_ops" in index
+            assert "((embedding)::halfvec(384)) halfvec_cosine_ops) WITH (m='24')" in index
             assert f"sentences_embedding_hnsw_c{cid}" in _dense_plan(conn, cid, 384, "halfvec")
             after = _rows(conn)
             _assert_same_sentences(at_0009, after, exact=False)

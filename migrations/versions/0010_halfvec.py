@@ -9,9 +9,9 @@ converts a populated database in place, in the migration's one transaction: it d
 collection's HNSW index, changes windowrag.sentences.embedding to halfvec (every row kept, each
 value rounded to half precision: ~3 significant digits, which normalized embeddings lose
 nothing of that matters to ranking), builds each collection's index again on the halfvec
-expression, bounds collections.dimension to 4,000 (the most HNSW indexes on halfvec), and
-installs sql/functions.sql (dense_search casts the query to halfvec(dim); candidate_sentences
-reads the stored vectors as vector). A collection wider than 4,000 dimensions stops the upgrade
+expression (m = 24: see sql/collection_index.sql), bounds collections.dimension to 4,000 (the
+most HNSW indexes on halfvec), and installs sql/functions.sql (dense_search casts the query to
+halfvec(dim); candidate_sentences reads the stored vectors as vector). A collection wider than 4,000 dimensions stops the upgrade
 with its name (at 0009 it could not have had an index either).
 
 The downgrade is the exact reverse and loses nothing (halfvec values are exact in vector):
@@ -36,7 +36,8 @@ depends_on = None
 # migration must rebuild exactly what each revision had.
 INDEX = {
     "halfvec": ("CREATE INDEX {index_name} ON windowrag.sentences "
-                "USING hnsw ((embedding::halfvec({dimension})) halfvec_cosine_ops) WHERE collection_id = {collection_id}"),
+                "USING hnsw ((embedding::halfvec({dimension})) halfvec_cosine_ops) WITH (m = 24) "
+                "WHERE collection_id = {collection_id}"),
     "vector": ("CREATE INDEX {index_name} ON windowrag.sentences "
                "USING hnsw ((embedding::vector({dimension})) vector_cosine_ops) WHERE collection_id = {collection_id}"),
 }
