@@ -568,9 +568,9 @@ def explain_section(conn, name: str, cid: int, query: str, qvec: np.ndarray, pgd
            f"avgdl = {avgdl:.3f}.", ""]
     conn.execute("SET hnsw.ef_search = 100")
     dense = f"""SELECT x.id, x.distance FROM (
-  SELECT s.id, (s.embedding::vector({DIM}) <=> '{vec}'::vector({DIM}))::float8 AS distance
+  SELECT s.id, (s.embedding::halfvec({DIM}) <=> '{vec}'::halfvec({DIM}))::float8 AS distance
   FROM windowrag.sentences s WHERE s.collection_id = {cid}
-  ORDER BY s.embedding::vector({DIM}) <=> '{vec}'::vector({DIM}) LIMIT 50) x ORDER BY x.distance, x.id"""
+  ORDER BY s.embedding::halfvec({DIM}) <=> '{vec}'::halfvec({DIM}) LIMIT 50) x ORDER BY x.distance, x.id"""
     # the BM25 function's own inner statement, with its variables as constants (text from sql/functions.sql)
     bm25 = bm25_inner_statement(cid, n_sent, avgdl, lex)
     gin = f"""SELECT s.id FROM windowrag.sentences s

@@ -1,9 +1,11 @@
 -- Retrieval functions, callable from psql and used by the Python API (one implementation).
--- The live definitions, installed by the newest migration that re-applies this file (0009:
--- 0006's with the limit checks of sql/limits.sql on each function's first line).
+-- The live definitions, installed by the newest migration that re-applies this file (0010:
+-- embeddings stored as halfvec, so dense_search and candidate_sentences cast to halfvec(dim) /
+-- vector; 0009 added the limit checks of sql/limits.sql on each function's first line).
 -- Migrations replay history, so a change here needs a new migration that re-applies this file,
--- and a frozen copy of the version it replaces beside that migration's predecessor
--- (migrations/versions/NNNN_functions.sql) for its downgrade.
+-- and a frozen copy of the functions it replaces, as they were before, beside it
+-- (migrations/versions/NNNN_functions.sql) for its downgrade (0010_functions.sql: the vector
+-- versions; 0009's upgrade lays it over this file to install what 0009 had).
 --
 --   windowrag.bm25_search(collection, query_text, n)                 true Okapi BM25 over sentences
 --   windowrag.dense_search(collection, query_embedding, n)           cosine top-n through HNSW
@@ -148,7 +150,9 @@ BEGIN
 END $$;
 
 -- Cosine top-n through the collection's HNSW index (a partial expression index on
--- embedding::vector(dim), hence the dynamic SQL: the dimension must be a constant).
+-- embedding::halfvec(dim), hence the dynamic SQL: the dimension must be a constant). The query
+-- embedding comes as a vector (psql users write vector literals) and is cast to halfvec(dim)
+-- here, as the index expression needs; distances are those of the two halfvecs.
 -- With a document filter, pgvector 0.8's iterative scan keeps reading the index until n
 -- matching rows are found (relaxed order, re-sorted here).
 CREATE OR REPLACE FUNCTION windowrag.dense_search(
@@ -179,10 +183,10 @@ BEGIN
     RETURN QUERY EXECUTE format($q$
         SELECT x.id, x.distance, (row_number() OVER (ORDER BY x.distance, x.id))::integer
         FROM (
-            SELECT s.id, (s.embedding::vector(%1$s) <=> $1::vector(%1$s))::float8 AS distance
+            SELECT s.id, (s.embedding::halfvec(%1$s) <=> $1::halfvec(%1$s))::float8 AS distance
             FROM windowrag.sentences s
             WHERE s.collection_id = %2$s %3$s
-            ORDER BY s.embedding::vector(%1$s) <=> $1::vector(%1$s)
+            ORDER BY s.embedding::halfvec(%1$s) <=> $1::halfvec(%1$s)
             LIMIT $3
         ) x
         ORDER BY x.distance, x.id $q$, dim, cid, filter_clause)
@@ -478,7 +482,9 @@ BEGIN
     )
     , cand AS (
         -- the sentence with its two neighbours, as one mean vector: the sentence in context
-        SELECT s.*, avg(s.embedding) OVER (PARTITION BY s.document_id, s.section_id ORDER BY s.ordinal
+        -- (stored halfvecs read as vector: the mean and both cosines in single precision, with
+        -- the query embedding as given)
+        SELECT s.*, avg(s.embedding::vector) OVER (PARTITION BY s.document_id, s.section_id ORDER BY s.ordinal
                                           ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS window_embedding
         FROM around a
         JOIN windowrag.sentences s ON s.document_id = a.document_id AND s.ordinal = a.ordinal
@@ -486,7 +492,7 @@ BEGIN
     SELECT s.document_id, d.external_id, d.title, s.section_id, sec.heading_path,
            s.ordinal, s.start_char, s.end_char, s.token_count, s.page,
            CASE WHEN query_embedding IS NULL THEN NULL
-                ELSE 1 - (s.embedding <=> query_embedding)::float8 END,
+                ELSE 1 - (s.embedding::vector <=> query_embedding)::float8 END,
            CASE WHEN query_embedding IS NULL THEN NULL
                 ELSE 1 - (s.window_embedding <=> query_embedding)::float8 END,
            coalesce(m.score, 0), coalesce(m.terms, '{}'), coalesce(m.idfs, '{}'),

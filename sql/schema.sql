@@ -63,7 +63,8 @@ CREATE TABLE windowrag.sentences (
     token_count   integer NOT NULL,
     page          integer,
     -- no fixed dimension: each collection has its own model; its HNSW index is a partial
-    -- expression index on embedding::vector(dim) (see windowrag.ensure_collection_index)
+    -- expression index on embedding::vector(dim) (see windowrag.ensure_collection_index).
+    -- Migration 0010 stores it as halfvec, indexed on embedding::halfvec(dim) (sql/collection_index.sql).
     embedding     vector NOT NULL,
     tsv           tsvector NOT NULL,
     bm25_length   integer NOT NULL,          -- number of lexeme occurrences in tsv (BM25 |d|)

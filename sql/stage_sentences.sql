@@ -1,5 +1,6 @@
 -- Rows of one document arrive here by COPY (binary), then go to windowrag.sentences in one
--- INSERT ... SELECT that computes the tsvector and BM25 length in the server.
+-- INSERT ... SELECT that computes the tsvector and BM25 length in the server. Embeddings arrive
+-- as single-precision vectors (numpy arrays); the INSERT rounds them to the column's halfvec.
 CREATE TEMP TABLE IF NOT EXISTS windowrag_stage (
     ordinal     integer NOT NULL,
     section_ord integer NOT NULL,

@@ -383,7 +383,7 @@ def test_hnsw_index_still_serves_dense_search_under_rls(tenancy, embedder):
             conn.execute("SET LOCAL enable_sort = off")
             plan = "\n".join(r[0] for r in conn.execute(sql.SQL(
                 "EXPLAIN SELECT s.id FROM windowrag.sentences s WHERE s.collection_id = {cid} "
-                "ORDER BY s.embedding::vector({dim}) <=> {vec}::vector({dim}) LIMIT 5").format(
+                "ORDER BY s.embedding::halfvec({dim}) <=> {vec}::halfvec({dim}) LIMIT 5").format(
                     cid=sql.Literal(tenancy.id_a), dim=sql.Literal(dim), vec=sql.Literal(vector))))
         assert f"sentences_embedding_hnsw_c{tenancy.id_a}" in plan, plan
 

@@ -24,7 +24,9 @@ from psycopg import sql
 from .db.sqlfiles import load_sql
 from .embed.base import Embedder
 from .ingest import embedding_text
-from .store.collections import Collection, collection_index_name, ensure_collection_index, get_collection
+from .store.collections import (
+    Collection, check_dimension, collection_index_name, ensure_collection_index, get_collection,
+)
 
 
 def reembed_collection(conn: psycopg.Connection, name: str, embedder: Embedder, *,
@@ -34,6 +36,7 @@ def reembed_collection(conn: psycopg.Connection, name: str, embedder: Embedder, 
     running meanwhile must start again, with the new model)."""
     if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         raise ValueError("reembed: the connection has a transaction in progress; commit or roll it back first")
+    check_dimension(embedder.model_id, embedder.dimension)  # before minutes of embedding
     with conn.transaction():
         old = get_collection(conn, name)
         rows = _sentences(conn, old, None)

@@ -9,6 +9,10 @@ its first line (k, candidates, ef_search ≤ 1000 as pgvector allows, window ≤
 max_sentences ≤ 10,000, queries ≤ 20,000 characters, which keeps full-text matching within the
 server's stack). The downgrade re-installs what 0006 installed (migrations/versions/0006_functions.sql) and
 drops the two functions. No table changes.
+
+What 0009 installed is sql/functions.sql with the functions later migrations replaced put back
+from their frozen copies (0010_functions.sql: dense_search and candidate_sentences on vector
+embeddings), so that a database stopped at 0009 has what 0009 had.
 """
 from alembic import op
 
@@ -23,6 +27,7 @@ depends_on = None
 def upgrade() -> None:
     op.execute(load_sql("limits"))
     op.execute(load_sql("functions"))
+    op.execute(load_frozen_sql("0010_functions"))  # as 0009 had them, before halfvec
 
 
 def downgrade() -> None:

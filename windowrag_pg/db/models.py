@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pgvector.sqlalchemy import Vector
+from pgvector.sqlalchemy import HALFVEC
 from sqlalchemy import (
     BigInteger, Boolean, DateTime, ForeignKey, Integer, REAL, SmallInteger, Text, UniqueConstraint,
 )
@@ -79,7 +79,9 @@ class Sentence(Base):
     text: Mapped[str] = mapped_column(Text)
     token_count: Mapped[int] = mapped_column(Integer)
     page: Mapped[int | None] = mapped_column(Integer)
-    embedding = mapped_column(Vector())
+    # halfvec of the collection's dimension (migration 0010); no fixed dimension in the column,
+    # each collection's HNSW index is on embedding::halfvec(dim)
+    embedding = mapped_column(HALFVEC())
     tsv = mapped_column(TSVECTOR)
     bm25_length: Mapped[int] = mapped_column(Integer)
 

@@ -14,6 +14,21 @@ class CollectionError(ValueError):
     """A collection cannot be used as asked (unknown, or built with another model)."""
 
 
+# Embeddings are stored as halfvec and each collection has an HNSW index on them, which pgvector
+# builds for at most 4,000 dimensions (collections.dimension has the same bound, migration 0010).
+MAX_INDEXED_DIMENSION = 4000
+
+
+def check_dimension(embedding_model: str, dimension: int) -> int:
+    """DIMENSION when a collection of EMBEDDING_MODEL's vectors can be indexed; else CollectionError."""
+    if not 1 <= dimension <= MAX_INDEXED_DIMENSION:
+        raise CollectionError(
+            f"model {embedding_model!r} makes {dimension}-dimensional embeddings; a collection's HNSW index "
+            f"(halfvec) takes 1 to {MAX_INDEXED_DIMENSION:,} dimensions: use a model of at most "
+            f"{MAX_INDEXED_DIMENSION:,} dimensions")
+    return dimension
+
+
 @dataclass(frozen=True, slots=True)
 class Collection:
     id: int
@@ -66,6 +81,7 @@ def ensure_collection(
     collections, so for it another tenant's collection "does not exist".
     """
     check_collection_name(name)
+    check_dimension(embedding_model, dimension)
     if conn.execute(load_sql("get_collection"), [name]).fetchone() is None:
         _create_collection(conn, name, [name, embedding_model, dimension, contextual_headers, unit,
                                         chunk_tokens, tenant or "default"])
