@@ -298,7 +298,7 @@ def build_hnsw(conn, cid: int) -> tuple[float, int]:
     conn.execute("SET max_parallel_maintenance_workers = 1")
     name = f"sentences_embedding_hnsw_c{cid}"
     statement = sql.SQL(load_sql("collection_index")).format(
-        index_name=sql.Identifier(name), dimension=sql.Literal(DIM), collection_id=sql.Literal(cid))
+        concurrently=sql.SQL(""), index_name=sql.Identifier(name), dimension=sql.Literal(DIM), collection_id=sql.Literal(cid))
     started = time.perf_counter()
     conn.execute(statement)
     seconds = time.perf_counter() - started

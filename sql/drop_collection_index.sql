@@ -1,1 +1,2 @@
-DROP INDEX IF EXISTS windowrag.{index_name}
+-- {concurrently}: CONCURRENTLY (outside a transaction: readers and writers are not blocked) or empty.
+DROP INDEX {concurrently} IF EXISTS windowrag.{index_name}

@@ -10,7 +10,9 @@ from psycopg import sql
 
 from .db import connection as db
 from .db.sqlfiles import load_sql
-from .store.collections import Collection, collection_index_name, get_collection
+from .store.collections import (
+    Collection, build_collection_index, collection_index_name, collection_index_state, get_collection,
+)
 
 
 # Below this many sentences the planner rightly prefers an exact scan to the HNSW index.
@@ -56,20 +58,35 @@ def _migrations(conn) -> Check:
 def _indexes(conn) -> list[Check]:
     cur = conn.execute(load_sql("doctor_indexes"))
     rows = cur.fetchall()
-    invalid = [r[0] for r in rows if not (r[2] and r[3])]
+    collections = [get_collection(conn, name) for (name,) in conn.execute(load_sql("collection_names")).fetchall()]
+    hnsw = {f"windowrag.{collection_index_name(c)}" for c in collections}
+    invalid = [r[0] for r in rows if not (r[2] and r[3]) and r[0] not in hnsw]  # collections' own: below
     checks = [Check("indexes valid", not invalid, f"{len(rows)} indexes" + (f"; invalid: {', '.join(invalid)}" if invalid else ""),
                     "REINDEX INDEX CONCURRENTLY <name> for each invalid index" if invalid else "")]
-    names = {r[0] for r in rows}
-    for (name,) in conn.execute(load_sql("collection_names")).fetchall():
-        collection = get_collection(conn, name)
+    for collection in collections:
+        name = collection.name
         index = f"windowrag.{collection_index_name(collection)}"
-        if index not in names:
-            checks.append(Check(f"HNSW index of {name!r}", False, "missing",
-                                "re-run any ingest into the collection, or windowrag_pg.store.collections.ensure_collection_index"))
+        state = collection_index_state(conn, collection)
+        if state != "valid":
+            detail = ("missing (a bulk load builds it at its end: was one interrupted?); searches scan the collection"
+                      if state == "missing" else
+                      "invalid (its build was interrupted); searches scan the collection")
+            checks.append(Check(f"HNSW index of {name!r}", False, detail,
+                                "windowrag doctor --fix, or any ingest into the collection"))
             continue
         checks.append(_dense_plan(conn, collection, index))
         checks.append(_bm25_plan(conn, collection))
     return checks
+
+
+def repair_indexes(conn: psycopg.Connection) -> list[str]:
+    """Build every collection's missing or invalid HNSW index (CREATE INDEX CONCURRENTLY: no other
+    collection's writer is blocked); the names of the collections repaired."""
+    repaired = []
+    for (name,) in conn.execute(load_sql("collection_names")).fetchall():
+        if build_collection_index(conn, get_collection(conn, name)):
+            repaired.append(name)
+    return repaired
 
 
 def _dense_plan(conn, collection: Collection, index: str) -> Check:

@@ -1,5 +1,9 @@
 """Ingestion: source → parse → split → embed → store, one document per transaction.
 
+Two paths with the same rows: incremental (each document goes into the collection's HNSW index as
+it is written) and bulk (the index is dropped, the documents are written, still one transaction
+each, and the index is built once at the end: several times faster on a large load).
+
 Orchestration only: each stage is a pure function elsewhere (parse, split, embed), and the
 database is touched through windowrag_pg.store.writer.
 """
@@ -11,21 +15,30 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import chain, islice
 from typing import Any
 
 import psycopg
 
 from .db.source import SingleConnection, connection_source
+from .db.sqlfiles import load_sql
 from .embed import get_embedder
 from .embed.base import Embedder, EmbeddingError
 from .parse import ParseError, parse_document, parse_pdf
 from .parse.types import ParsedDocument, Unit
 from .sources import SourceDocument, SourceError, check_source
 from .split.sentences import split_units
-from .store.collections import Collection, ensure_collection
+from .store.collections import (
+    Collection, CollectionError, build_collection_index, collection_index_state, collection_sentence_count,
+    drop_collection_index, ensure_collection, ensure_collection_index,
+)
 from .store.writer import DocumentRecord, existing_hash, stored_content, update_metadata, write_document
 
 HEADER_SEPARATOR = " › "
+# The automatic choice (Ingestor(bulk=None)): a bulk load when an ingest brings more than this many
+# inputs into a collection that holds no sentences or has no valid HNSW index (a bulk load that was
+# interrupted); otherwise incremental.
+BULK_MIN_DOCUMENTS = 10
 
 
 @dataclass(slots=True)
@@ -38,6 +51,8 @@ class IngestReport:
     sentences: int = 0
     seconds: float = 0.0
     embed_seconds: float = 0.0
+    bulk: bool = False  # written without the HNSW index, which was built once at the end
+    index_seconds: float = 0.0  # the index build of a bulk load (in seconds too)
     errors: list[SourceError] = field(default_factory=list)
     interrupted: bool = False  # should_stop() turned true: the documents counted are stored, no others
 
@@ -54,6 +69,7 @@ class IngestReport:
             "documents": self.documents, "added": self.added, "replaced": self.replaced,
             "metadata_updated": self.metadata_updated, "unchanged": self.unchanged, "sections": self.sections, "sentences": self.sentences,
             "seconds": round(self.seconds, 3), "embed_seconds": round(self.embed_seconds, 3),
+            "bulk": self.bulk, "index_seconds": round(self.index_seconds, 3),
             "sentences_per_second": round(self.sentences_per_second, 1),
             "errors": [{"name": e.name, "message": e.message} for e in self.errors],
             "interrupted": self.interrupted,
@@ -95,7 +111,14 @@ class Ingestor:
     connection (autocommit or not: the Ingestor commits its own transactions, so the connection
     must not hold uncommitted work of the caller's), a psycopg_pool ConnectionPool (a connection
     is checked out per statement, never while the model embeds) or a URL. Always the primary: a
-    replica is read-only."""
+    replica is read-only.
+
+    bulk: None (default) chooses per ingest() call: a bulk load when more than BULK_MIN_DOCUMENTS
+    inputs go into a collection with no sentences (or with no valid HNSW index: an interrupted bulk
+    load); True always loads in bulk, also into a populated collection, whose index is then dropped
+    and rebuilt (its searches are exact sequential scans meanwhile, correct but slower); False never.
+    A bulk load needs the role that owns windowrag.sentences (a tenant role ingests incrementally).
+    """
 
     def __init__(
         self,
@@ -107,7 +130,12 @@ class Ingestor:
         max_unit_chars: int = 2000,
         chunk_tokens: int | None = None,
         tenant: str | None = None,
+        bulk: bool | None = None,
     ) -> None:
+        if bulk not in (None, True, False):
+            raise ValueError(f"Ingestor: bulk must be None, True or False, not {bulk!r}")
+        self.bulk = bulk
+        self._index_ready = False  # the collection's index is known to be valid
         self.source = connection_source(conn)
         self._last_conn: psycopg.Connection | None = None  # the server is gone when it broke
         if (isinstance(self.source, SingleConnection)
@@ -125,7 +153,9 @@ class Ingestor:
                 conn, collection, embedding_model=self.embedder.model_id,
                 dimension=self.embedder.dimension, contextual_headers=contextual_headers,
                 unit="chunk" if chunk_tokens else "sentence", chunk_tokens=chunk_tokens, tenant=tenant,
+                index=bulk is False,  # otherwise ingest() decides: built before an incremental load, after a bulk one
             )
+        self._index_ready = bulk is False
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection]:
@@ -164,6 +194,10 @@ class Ingestor:
         report = IngestReport()
         started = time.perf_counter()
         pending: list[_Prepared] = []
+        sources = iter(sources)
+        head = list(islice(sources, BULK_MIN_DOCUMENTS + 1)) if self.bulk is None else []
+        sources = chain(head, sources)
+        report.bulk = self._begin(inputs=len(head))
 
         def check_stop() -> None:
             if should_stop is not None and should_stop():
@@ -220,8 +254,52 @@ class Ingestor:
             flush()
         except _Stopped:
             report.interrupted = True
+        if report.bulk:
+            self._build_index(report)
         report.seconds = time.perf_counter() - started
         return report
+
+    def _begin(self, *, inputs: int) -> bool:
+        """Choose the path of this ingest (True: bulk) and prepare the collection's index for it:
+        dropped for a bulk load, built (or repaired) before an incremental one."""
+        with self._connection() as conn:
+            bulk = self.bulk
+            if bulk is None:
+                bulk = (inputs > BULK_MIN_DOCUMENTS and self._may_index(conn)
+                        and (collection_sentence_count(conn, self.collection) == 0
+                             or collection_index_state(conn, self.collection) != "valid"))
+            if not bulk:
+                if not self._index_ready:
+                    ensure_collection_index(conn, self.collection)
+                    self._index_ready = True
+                return False
+            if not self._may_index(conn):
+                raise CollectionError(
+                    f"a bulk load drops and rebuilds the HNSW index of collection {self.collection.name!r}, "
+                    "which only the owner of windowrag.sentences may do: ingest without bulk (--no-bulk)")
+            drop_collection_index(conn, self.collection)
+            self._index_ready = False
+            return True
+
+    @staticmethod
+    def _may_index(conn: psycopg.Connection) -> bool:
+        return bool(conn.execute(load_sql("may_index_sentences")).fetchone()[0])
+
+    def _build_index(self, report: IngestReport) -> None:
+        """The end of a bulk load: build the collection's HNSW index once. A failure is reported
+        (every document counted is stored); the next ingest or `windowrag doctor --fix` builds it."""
+        started = time.perf_counter()
+        try:
+            with self._connection() as conn:
+                build_collection_index(conn, self.collection)
+            self._index_ready = True
+        except psycopg.Error as exc:
+            if self._last_conn is not None and (self._last_conn.closed or self._last_conn.broken):
+                raise
+            report.errors.append(SourceError(
+                f"HNSW index of collection {self.collection.name!r}",
+                f"not built: {_describe(exc).removeprefix('database refused the document: ')}; the documents are stored: the next ingest or `windowrag doctor --fix` builds it"))
+        report.index_seconds = time.perf_counter() - started
 
     def make_units(self, parsed: ParsedDocument) -> list[Unit]:
         if self.chunk_tokens:
@@ -251,6 +329,11 @@ class Ingestor:
         return _Prepared(source, digest, parsed, units, texts)
 
     def ingest_one(self, source: SourceDocument, *, report: IngestReport | None = None) -> tuple[str, int, int]:
+        """One document, incrementally (the collection's index is built or repaired first)."""
+        if not self._index_ready:
+            with self._connection() as conn:
+                ensure_collection_index(conn, self.collection)
+            self._index_ready = True
         prepared = self.prepare(source)
         if isinstance(prepared, str):
             return prepared, 0, 0

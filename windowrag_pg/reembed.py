@@ -63,7 +63,7 @@ def reembed_collection(conn: psycopg.Connection, name: str, embedder: Embedder, 
         conn.execute(load_sql("delete_collection"), [old.id])
         conn.execute(load_sql("rename_collection"), [name, new_id])
         ensure_collection_index(conn, get_collection(conn, name))
-    conn.execute(sql.SQL(load_sql("drop_collection_index")).format(
+    conn.execute(sql.SQL(load_sql("drop_collection_index")).format(concurrently=sql.SQL(""),
         index_name=sql.Identifier(collection_index_name(old))))
     if not conn.autocommit:
         conn.commit()

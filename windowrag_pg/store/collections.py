@@ -73,6 +73,7 @@ def ensure_collection(
     unit: str = "sentence",
     chunk_tokens: int | None = None,
     tenant: str | None = None,
+    index: bool = True,
 ) -> Collection:
     """Get or create NAME; refuse a model, dimension or unit other than the collection's own.
 
@@ -106,7 +107,8 @@ def ensure_collection(
             f"collection {name!r} was built with contextual_headers={collection.contextual_headers}; "
             "embedding new documents otherwise would mix two kinds of vectors"
         )
-    ensure_collection_index(conn, collection)
+    if index:  # index=False: a bulk load (windowrag_pg.ingest) builds it after its rows
+        ensure_collection_index(conn, collection)
     return collection
 
 
@@ -124,24 +126,101 @@ def collection_index_name(collection: Collection) -> str:
     return f"sentences_embedding_hnsw_c{collection.id}"
 
 
-def ensure_collection_index(conn: psycopg.Connection, collection: Collection) -> None:
-    name = collection_index_name(collection)
-    # CREATE INDEX IF NOT EXISTS needs ownership of windowrag.sentences even when the index
-    # exists: look first, so that tenant roles (docs/tenancy.md) can open existing collections.
-    if conn.execute(load_sql("relation_exists"), [f"windowrag.{name}"]).fetchone()[0]:
-        return
-    statement = sql.SQL(load_sql("collection_index")).format(
-        index_name=sql.Identifier(name),
+# The deferred HNSW build of a bulk load (and the repair of a missing or invalid index): at least
+# this much maintenance_work_mem (a server setting above it is kept; a graph that does not fit is
+# built much more slowly) and this many parallel maintenance workers (the leader builds too).
+INDEX_BUILD_MEMORY = "512MB"
+INDEX_BUILD_WORKERS = 1
+
+
+def collection_index_state(conn: psycopg.Connection, collection: Collection) -> str:
+    """"valid", "invalid" (an interrupted CREATE INDEX CONCURRENTLY) or "missing"."""
+    row = conn.execute(load_sql("collection_index_valid"), [collection_index_name(collection)]).fetchone()
+    return "missing" if row is None else ("valid" if row[0] else "invalid")
+
+
+def collection_sentence_count(conn: psycopg.Connection, collection: Collection) -> int:
+    return conn.execute(load_sql("collection_sentence_count"), [collection.id]).fetchone()[0]
+
+
+def _index_statement(collection: Collection, *, concurrently: bool) -> sql.Composed:
+    return sql.SQL(load_sql("collection_index")).format(
+        concurrently=sql.SQL("CONCURRENTLY" if concurrently else ""),
+        index_name=sql.Identifier(collection_index_name(collection)),
         dimension=sql.Literal(collection.dimension),
         collection_id=sql.Literal(collection.id),
     )
+
+
+def _drop_index_statement(collection: Collection, *, concurrently: bool) -> sql.Composed:
+    return sql.SQL(load_sql("drop_collection_index")).format(
+        concurrently=sql.SQL("CONCURRENTLY" if concurrently else ""),
+        index_name=sql.Identifier(collection_index_name(collection)))
+
+
+def ensure_collection_index(conn: psycopg.Connection, collection: Collection) -> None:
+    """Create the collection's HNSW index when it is missing, rebuild it when it is invalid.
+
+    An empty collection's index is created in place (in the caller's transaction, if any). A
+    populated collection's index (a bulk load interrupted before its build) is built with
+    build_collection_index on an autocommit connection, so that writers of other collections are
+    not blocked; inside a transaction it is built in place, as reembed does for its new copy.
+    """
+    # CREATE INDEX IF NOT EXISTS needs ownership of windowrag.sentences even when the index
+    # exists: look first, so that tenant roles (docs/tenancy.md) can open existing collections.
+    state = collection_index_state(conn, collection)
+    if state == "valid":
+        return
     try:
-        conn.execute(statement)
+        if conn.autocommit and (state == "invalid" or collection_sentence_count(conn, collection)):
+            build_collection_index(conn, collection)
+            return
+        if state == "invalid":
+            conn.execute(_drop_index_statement(collection, concurrently=False))
+        conn.execute(_index_statement(collection, concurrently=False))
     except psycopg.errors.InsufficientPrivilege as exc:
         raise CollectionError(
             f"collection {collection.name!r} has no vector index yet and this role may not create one: "
             "create the collection with the schema owner's connection first (docs/tenancy.md)"
         ) from exc
+
+
+def drop_collection_index(conn: psycopg.Connection, collection: Collection) -> bool:
+    """Drop the collection's HNSW index, if any, before a bulk load (autocommit connection: DROP
+    INDEX CONCURRENTLY blocks no reader or writer). True when there was one."""
+    if not conn.autocommit:
+        raise ValueError("drop_collection_index needs an autocommit connection (DROP INDEX CONCURRENTLY)")
+    if collection_index_state(conn, collection) == "missing":
+        return False
+    conn.execute(_drop_index_statement(collection, concurrently=True))
+    return True
+
+
+def build_collection_index(conn: psycopg.Connection, collection: Collection) -> bool:
+    """Build the collection's HNSW index after a bulk load, or repair it: an invalid index (left by
+    an interrupted build) is dropped first. CREATE INDEX CONCURRENTLY on an autocommit connection:
+    a plain CREATE INDEX on the shared sentences table takes a SHARE lock, which blocks the writers
+    of every collection for the whole build. Readers are never blocked; the build waits for the
+    transactions running when it starts (and for their snapshots) to end. No statement timeout
+    for the build; maintenance_work_mem at least INDEX_BUILD_MEMORY, INDEX_BUILD_WORKERS parallel
+    workers; the session's settings are restored after. False when the index was already valid."""
+    if not conn.autocommit:
+        raise ValueError("build_collection_index needs an autocommit connection (CREATE INDEX CONCURRENTLY)")
+    state = collection_index_state(conn, collection)
+    if state == "valid":
+        return False
+    if state == "invalid":
+        conn.execute(_drop_index_statement(collection, concurrently=True))
+    memory, workers, timeout, enough = conn.execute(load_sql("index_build_settings"), [INDEX_BUILD_MEMORY]).fetchone()
+    conn.execute(load_sql("set_index_build_settings"),
+                 [memory if enough else INDEX_BUILD_MEMORY, str(INDEX_BUILD_WORKERS), "0"])
+    try:
+        conn.execute(_index_statement(collection, concurrently=True))
+    finally:
+        if not conn.closed and not conn.broken:
+            conn.execute(load_sql("set_index_build_settings"), [memory, workers, timeout])
+    conn.execute(load_sql("analyze_sentences"))
+    return True
 
 
 def list_collection_stats(conn: psycopg.Connection) -> list[dict]:
@@ -160,6 +239,5 @@ def delete_collection(conn: psycopg.Connection, name: str) -> int:
         lock_collection_writes(conn, collection)
         documents = conn.execute(load_sql("collection_document_count"), [collection.id]).fetchone()[0]
         conn.execute(load_sql("delete_collection"), [collection.id])
-        conn.execute(sql.SQL(load_sql("drop_collection_index")).format(
-            index_name=sql.Identifier(collection_index_name(collection))))
+        conn.execute(_drop_index_statement(collection, concurrently=False))
     return documents
