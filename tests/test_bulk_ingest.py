@@ -1,0 +1,141 @@
+"""The bulk ingest path (issue 11, item 1): rows first, the collection's HNSW index built once at the
+end; the same rows and search results as the incremental path; the automatic choice, the CLI flags,
+and the repair of a missing or invalid index (doctor --fix, the next ingest)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from windowrag_pg.cli import main
+from windowrag_pg.db.sqlfiles import load_sql
+from windowrag_pg.doctor import repair_indexes, run_checks
+from windowrag_pg.ingest import BULK_MIN_DOCUMENTS, Ingestor
+from windowrag_pg.retrieve.retriever import Retriever
+from windowrag_pg.sources import SourceDocument, iter_sources
+from windowrag_pg.store.collections import collection_index_name, collection_index_state, get_collection
+
+ROWS = """
+SELECT d.external_id, d.content_hash, d.text, d.metadata::text, d.sentence_count,
+       x.ordinal, x.heading_path, x.start_char, x.end_char, x.first_sentence, x.last_sentence,
+       s.ordinal, s.start_char, s.end_char, s.kind, s.text, s.token_count, s.page, s.embedding::text,
+       s.tsv::text, s.bm25_length
+FROM windowrag.sentences s
+JOIN windowrag.documents d ON d.id = s.document_id
+JOIN windowrag.sections x ON x.id = s.section_id
+JOIN windowrag.collections c ON c.id = s.collection_id
+WHERE c.name = %s ORDER BY d.external_id, s.ordinal
+"""
+BM25 = """
+SELECT t.lexeme, t.df FROM windowrag.bm25_terms t JOIN windowrag.collections c ON c.id = t.collection_id
+WHERE c.name = %s ORDER BY 1
+"""
+POSTINGS = """
+SELECT p.lexeme, d.external_id, s.ordinal, p.tf, p.doc_length, p.impact
+FROM windowrag.bm25_postings p
+JOIN windowrag.sentences s ON s.id = p.sentence_id
+JOIN windowrag.documents d ON d.id = s.document_id
+JOIN windowrag.collections c ON c.id = p.collection_id
+WHERE c.name = %s ORDER BY 1, 2, 3
+"""
+STATS = """
+SELECT b.n_sentences, b.total_length FROM windowrag.bm25_stats b JOIN windowrag.collections c ON c.id = b.collection_id
+WHERE c.name = %s
+"""
+QUERIES = ["Which information is confidential?", "How long do the obligations last after termination?",
+           "return or destroy documents", "governing law and jurisdiction", "may the recipient disclose to employees"]
+
+
+def small_docs(count: int, prefix: str = "d") -> list[SourceDocument]:
+    return [SourceDocument(external_id=f"{prefix}{i}", format="text",
+                           text=f"Document {i} talks about topic {i}. It has a second sentence about item {i * 7}.")
+            for i in range(count)]
+
+
+def index_state(conn, name: str) -> str:
+    return collection_index_state(conn, get_collection(conn, name))
+
+
+def dense_plan(conn, name: str) -> str:
+    """EXPLAIN of a dense top-10 on the collection with sequential scans discouraged: names the
+    collection's HNSW index when it is there and valid."""
+    collection = get_collection(conn, name)
+    probe = "[" + ",".join(["0"] * (collection.dimension - 1) + ["1"]) + "]"
+    with conn.transaction():
+        conn.execute("SET LOCAL enable_seqscan = off")
+        rows = conn.execute(
+            f"EXPLAIN SELECT id FROM windowrag.sentences WHERE collection_id = {collection.id}"
+            f" ORDER BY embedding::halfvec({collection.dimension}) <=> '{probe}'::halfvec({collection.dimension}) LIMIT 10"
+        ).fetchall()
+    return "\n".join(r[0] for r in rows)
+
+
+def test_bulk_and_incremental_store_identical_rows_and_give_identical_results(conn, embedder, eval_dir, collection_name):
+    sources = list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:14]
+    bulk_name, incremental_name = f"{collection_name}_bulk", f"{collection_name}_incr"
+    bulk = Ingestor(conn, collection=bulk_name, embedder=embedder).ingest(sources)
+    incremental = Ingestor(conn, collection=incremental_name, embedder=embedder, bulk=False).ingest(sources)
+    assert bulk.bulk and not incremental.bulk  # the automatic choice: 14 documents into an empty collection
+    assert bulk.added == incremental.added == 14 and not bulk.errors and not incremental.errors
+    assert bulk.index_seconds > 0 and incremental.index_seconds == 0
+    assert index_state(conn, bulk_name) == index_state(conn, incremental_name) == "valid"
+    rows = conn.execute(ROWS, [bulk_name]).fetchall()
+    assert len(rows) > 500 and rows == conn.execute(ROWS, [incremental_name]).fetchall()
+    assert conn.execute(BM25, [bulk_name]).fetchall() == conn.execute(BM25, [incremental_name]).fetchall()
+    assert conn.execute(POSTINGS, [bulk_name]).fetchall() == conn.execute(POSTINGS, [incremental_name]).fetchall()
+    assert conn.execute(STATS, [bulk_name]).fetchone() == conn.execute(STATS, [incremental_name]).fetchone()
+    retriever = Retriever(conn, embedder=embedder, collection=bulk_name)
+    for query in QUERIES:
+        for mode in ("dense", "bm25", "hybrid"):
+            a = retriever.search(query, k=5, window=2, mode=mode)
+            b = retriever.search(query, k=5, window=2, mode=mode, collection=incremental_name)
+            assert [c.text for c in a.contexts] == [c.text for c in b.contexts], (query, mode)
+    assert collection_index_name(get_collection(conn, bulk_name)) in dense_plan(conn, bulk_name)
+
+
+def test_the_automatic_choice_and_the_python_override(conn, embedder, collection_name):
+    few = Ingestor(conn, collection=collection_name, embedder=embedder).ingest(small_docs(BULK_MIN_DOCUMENTS))
+    assert not few.bulk and index_state(conn, collection_name) == "valid"  # a handful: incremental
+
+    other = f"{collection_name}_b"
+    first = Ingestor(conn, collection=other, embedder=embedder).ingest(small_docs(BULK_MIN_DOCUMENTS + 1))
+    assert first.bulk and first.added == BULK_MIN_DOCUMENTS + 1 and index_state(conn, other) == "valid"
+    second = Ingestor(conn, collection=other, embedder=embedder).ingest(iter(small_docs(15, prefix="e")))
+    assert not second.bulk and second.added == 15  # populated, index valid: incremental
+    forced = Ingestor(conn, collection=other, embedder=embedder, bulk=True).ingest(small_docs(1, prefix="f"))
+    assert forced.bulk and forced.added == 1 and index_state(conn, other) == "valid"
+    assert conn.execute(load_sql("collection_document_count"), [get_collection(conn, other).id]).fetchone()[0] == 27
+    with pytest.raises(ValueError, match="bulk must be"):
+        Ingestor(conn, collection=other, embedder=embedder, bulk="yes")
+
+    # an index lost (an interrupted bulk load): doctor reports it, --fix / the next ingest builds it
+    collection = get_collection(conn, other)
+    conn.execute(f"DROP INDEX windowrag.{collection_index_name(collection)}")
+    failed = [c for c in run_checks(conn) if not c.ok]
+    assert [c.name for c in failed] == [f"HNSW index of {other!r}"] and "missing" in failed[0].detail
+    assert other in repair_indexes(conn) and index_state(conn, other) == "valid"
+    assert all(c.ok for c in run_checks(conn) if other in c.name)
+    conn.execute(f"DROP INDEX windowrag.{collection_index_name(collection)}")
+    again = Ingestor(conn, collection=other, embedder=embedder).ingest(small_docs(2, prefix="g"))
+    assert not again.bulk and index_state(conn, other) == "valid"  # built before the incremental writes
+
+
+def test_cli_bulk_flags(db_url, conn, collection_name, tmp_path, capsys):
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"id": d.external_id, "format": "text", "text": d.text}) + "\n"
+                            for d in small_docs(BULK_MIN_DOCUMENTS + 2)))
+    base = ["--database-url", db_url, "ingest", "--collection", collection_name]
+    assert main(base + [str(path), "--no-bulk", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bulk"] is False
+    one = tmp_path / "one.txt"
+    one.write_text("One more document. Loaded in bulk into a populated collection.")
+    assert main(base + [str(one), "--bulk"]) == 0
+    out = capsys.readouterr().out
+    assert "1 documents (1 added" in out and "bulk load, HNSW index built in" in out
+    assert index_state(conn, collection_name) == "valid"
+    other = f"{collection_name}_auto"
+    assert main(["--database-url", db_url, "ingest", str(path), "--collection", other, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bulk"] is True and index_state(conn, other) == "valid"
+    with pytest.raises(SystemExit):
+        main(["ingest", "--help"])
+    assert "--no-bulk" in capsys.readouterr().out
