@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import psycopg
 import pytest
 
 from windowrag_pg.cli import main
@@ -115,8 +116,16 @@ def test_the_automatic_choice_and_the_python_override(conn, embedder, collection
     assert [c.name for c in failed] == [f"HNSW index of {other!r}"] and "missing" in failed[0].detail
     assert other in repair_indexes(conn) and index_state(conn, other) == "valid"
     assert all(c.ok for c in run_checks(conn) if other in c.name)
+    # an invalid index of that name (what a failed CREATE INDEX CONCURRENTLY leaves): dropped and rebuilt
     conn.execute(f"DROP INDEX windowrag.{collection_index_name(collection)}")
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        conn.execute(f"CREATE UNIQUE INDEX CONCURRENTLY {collection_index_name(collection)} ON windowrag.sentences (collection_id)")
+    assert index_state(conn, other) == "invalid"
+    assert [c for c in run_checks(conn) if c.name == f"HNSW index of {other!r}"][0].detail.startswith("invalid")
     again = Ingestor(conn, collection=other, embedder=embedder).ingest(small_docs(2, prefix="g"))
+    assert not again.bulk and index_state(conn, other) == "valid"  # rebuilt before the incremental writes
+    conn.execute(f"DROP INDEX windowrag.{collection_index_name(collection)}")
+    again = Ingestor(conn, collection=other, embedder=embedder).ingest(small_docs(2, prefix="h"))
     assert not again.bulk and index_state(conn, other) == "valid"  # built before the incremental writes
 
 

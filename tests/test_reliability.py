@@ -115,3 +115,56 @@ def test_four_writers_and_eight_readers_for_a_minute(conn, db_url, embedder, col
     assert conn.execute(CONSISTENCY, [collection_name]).fetchone() == (0, 0, 0)
     assert bm25_mismatches(conn, collection_name) == (0, 0, 0)
     print(f"\n{writes} writes, {searches} searches in {seconds:.0f} s")
+
+
+def test_sigkill_mid_bulk_load_then_doctor_reports_and_the_next_ingest_builds_the_index(conn, db_url, eval_dir, collection_name):
+    """A bulk load (61 contracts into an empty collection: chosen automatically) killed once documents
+    are being written: each document is whole or absent, BM25 statistics exact, the collection's
+    HNSW index missing; `windowrag doctor` says so (exit 1); the same command then stores the rest,
+    still in bulk, builds the index, and a dense query is planned on it."""
+    from windowrag_pg.store.collections import collection_index_name, collection_index_state, get_collection
+
+    source = eval_dir / "contractnli-dev" / "documents.jsonl"
+    base = [sys.executable, "-m", "windowrag_pg.cli", "--database-url", db_url]
+    command = base + ["ingest", str(source), "--collection", collection_name]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen_before_kill: set[str] = set()
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not seen_before_kill and process.poll() is None:
+        time.sleep(0.05)
+        if conn.execute("SELECT 1 FROM windowrag.collections WHERE name = %s", [collection_name]).fetchone():
+            seen_before_kill = stored_ids(conn, collection_name)
+    assert process.poll() is None, "the ingest finished before it could be killed"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+
+    after = stored_ids(conn, collection_name)
+    assert seen_before_kill <= after and 0 < len(after) < 61
+    assert conn.execute(CONSISTENCY, [collection_name]).fetchone() == (0, 0, 0)
+    assert bm25_mismatches(conn, collection_name) == (0, 0, 0)
+    collection = get_collection(conn, collection_name)
+    assert collection_index_state(conn, collection) in ("missing", "invalid")
+
+    doctor = subprocess.run(base + ["doctor"], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "COLUMNS": "200"})
+    assert doctor.returncode == 1
+    assert f"FAIL HNSW index of '{collection_name}'" in doctor.stdout and "doctor --fix" in doctor.stdout
+
+    rerun = subprocess.run(command + ["--json"], capture_output=True, text=True, timeout=900)
+    assert rerun.returncode == 0, rerun.stderr
+    report = json.loads(rerun.stdout)
+    assert report["bulk"] is True  # the index was missing: the load goes on in bulk
+    assert report["unchanged"] == len(after) and report["added"] == 61 - len(after)
+    assert conn.execute(CONSISTENCY, [collection_name]).fetchone() == (0, 0, 0)
+    assert bm25_mismatches(conn, collection_name) == (0, 0, 0)
+    assert collection_index_state(conn, collection) == "valid"
+    probe = "[" + ",".join(["0"] * (collection.dimension - 1) + ["1"]) + "]"
+    with conn.transaction():
+        conn.execute("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(r[0] for r in conn.execute(
+            f"EXPLAIN SELECT id FROM windowrag.sentences WHERE collection_id = {collection.id}"
+            f" ORDER BY embedding::halfvec({collection.dimension}) <=> '{probe}'::halfvec({collection.dimension}) LIMIT 5"))
+    assert collection_index_name(collection) in plan
+    doctor = subprocess.run(base + ["doctor"], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "COLUMNS": "200"})
+    assert f"FAIL HNSW index of '{collection_name}'" not in doctor.stdout
