@@ -153,9 +153,15 @@ class Ingestor:
                 conn, collection, embedding_model=self.embedder.model_id,
                 dimension=self.embedder.dimension, contextual_headers=contextual_headers,
                 unit="chunk" if chunk_tokens else "sentence", chunk_tokens=chunk_tokens, tenant=tenant,
-                index=bulk is False,  # otherwise ingest() decides: built before an incremental load, after a bulk one
+                index=False,
             )
-        self._index_ready = bulk is False
+            # An empty collection gets its index now, as before (an owner who only creates the
+            # collection leaves it ready for tenant roles); a populated one without a valid index
+            # (an interrupted bulk load) is left to ingest(): built after a bulk load, before an
+            # incremental one.
+            if bulk is False or collection_sentence_count(conn, self.collection) == 0:
+                ensure_collection_index(conn, self.collection)
+                self._index_ready = True
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection]:
