@@ -158,6 +158,12 @@ def _drop_index_statement(collection: Collection, *, concurrently: bool) -> sql.
         index_name=sql.Identifier(collection_index_name(collection)))
 
 
+def _outside_transaction(conn: psycopg.Connection) -> bool:
+    """Whether a statement on CONN runs on its own (autocommit, no transaction block open):
+    where CREATE / DROP INDEX CONCURRENTLY may run."""
+    return conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+
 def ensure_collection_index(conn: psycopg.Connection, collection: Collection) -> None:
     """Create the collection's HNSW index when it is missing, rebuild it when it is invalid.
 
@@ -172,7 +178,7 @@ def ensure_collection_index(conn: psycopg.Connection, collection: Collection) ->
     if state == "valid":
         return
     try:
-        if conn.autocommit and (state == "invalid" or collection_sentence_count(conn, collection)):
+        if _outside_transaction(conn) and (state == "invalid" or collection_sentence_count(conn, collection)):
             build_collection_index(conn, collection)
             return
         if state == "invalid":
@@ -188,8 +194,8 @@ def ensure_collection_index(conn: psycopg.Connection, collection: Collection) ->
 def drop_collection_index(conn: psycopg.Connection, collection: Collection) -> bool:
     """Drop the collection's HNSW index, if any, before a bulk load (autocommit connection: DROP
     INDEX CONCURRENTLY blocks no reader or writer). True when there was one."""
-    if not conn.autocommit:
-        raise ValueError("drop_collection_index needs an autocommit connection (DROP INDEX CONCURRENTLY)")
+    if not _outside_transaction(conn):
+        raise ValueError("drop_collection_index needs an autocommit connection outside a transaction block (DROP INDEX CONCURRENTLY)")
     if collection_index_state(conn, collection) == "missing":
         return False
     conn.execute(_drop_index_statement(collection, concurrently=True))
@@ -204,8 +210,8 @@ def build_collection_index(conn: psycopg.Connection, collection: Collection) -> 
     transactions running when it starts (and for their snapshots) to end. No statement timeout
     for the build; maintenance_work_mem at least INDEX_BUILD_MEMORY, INDEX_BUILD_WORKERS parallel
     workers; the session's settings are restored after. False when the index was already valid."""
-    if not conn.autocommit:
-        raise ValueError("build_collection_index needs an autocommit connection (CREATE INDEX CONCURRENTLY)")
+    if not _outside_transaction(conn):
+        raise ValueError("build_collection_index needs an autocommit connection outside a transaction block (CREATE INDEX CONCURRENTLY)")
     state = collection_index_state(conn, collection)
     if state == "valid":
         return False
