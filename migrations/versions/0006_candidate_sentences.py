@@ -18,8 +18,8 @@ down_revision = "0005"
 branch_labels = None
 depends_on = None
 
-NEW = ("windowrag.candidate_sentences(text, text, vector, integer, integer, text, text, integer, "
-       "float8, float8, bigint[], integer, float8, float8)")
+DROP_NEW = ("DROP FUNCTION IF EXISTS windowrag.candidate_sentences(text, text, vector, integer, integer, text, "
+            "text, integer, float8, float8, bigint[], integer, float8, float8)")
 
 
 def upgrade() -> None:
@@ -27,5 +27,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute(f"DROP FUNCTION IF EXISTS {NEW}")
+    op.execute(DROP_NEW)
     op.execute(load_frozen_sql("0005_functions"))

@@ -71,9 +71,11 @@ def _convert(target: str) -> None:
     for collection_id, _, _ in collections:
         op.execute(sql.SQL("DROP INDEX IF EXISTS windowrag.{}").format(
             sql.Identifier(f"sentences_embedding_hnsw_c{collection_id}")).as_string(driver))
-    op.execute(f"ALTER TABLE windowrag.sentences ALTER COLUMN embedding TYPE {target} USING embedding::{target}")
-    op.execute("ALTER TABLE windowrag.collections DROP CONSTRAINT collections_dimension_check, "
-               f"ADD CONSTRAINT collections_dimension_check CHECK (dimension BETWEEN 1 AND {DIMENSION_CHECK[target]})")
+    op.execute(sql.SQL("ALTER TABLE windowrag.sentences ALTER COLUMN embedding TYPE {type} USING embedding::{type}")
+               .format(type=sql.Identifier(target)).as_string(driver))
+    op.execute(sql.SQL("ALTER TABLE windowrag.collections DROP CONSTRAINT collections_dimension_check, "
+                       "ADD CONSTRAINT collections_dimension_check CHECK (dimension BETWEEN 1 AND {high})")
+               .format(high=sql.Literal(DIMENSION_CHECK[target])).as_string(driver))
     for collection_id, _, dimension in collections:
         op.execute(sql.SQL(INDEX[target]).format(
             index_name=sql.Identifier(f"sentences_embedding_hnsw_c{collection_id}"),
