@@ -228,7 +228,8 @@ class Pipeline:
         within the real budget."""
         wide = choose_segments(candidates.sentences, query_idf=candidates.query_idf,
                                budget=max(budget, options.rerank_token_budget or budget),
-                               max_segments=max(options.k, options.rerank_candidates))
+                               max_segments=max(options.k, options.rerank_candidates),
+                               probabilities=selection.probabilities)  # the values already computed
         runs = wide.runs
         contexts = [_context_from_run(candidates, run, wide.probabilities) for run in runs]
         yield from self._fill_text(contexts)
