@@ -1,5 +1,8 @@
 -- BM25 statistics against a full recount from the sentences: one row per collection with the
--- number of mismatches in each table (all zeros = consistent).
+-- number of mismatches in each table (all zeros = consistent). Postings: each (lexeme,
+-- sentence) of the sentences' tsvectors must be stored exactly once, as a row or packed in a
+-- block (packed postings of deleted sentences are skipped, as queries skip them), rows with
+-- the right tf and length.
 WITH recount_stats AS (
     SELECT collection_id, count(*) AS n, coalesce(sum(bm25_length), 0) AS len
     FROM windowrag.sentences GROUP BY collection_id
@@ -9,6 +12,12 @@ WITH recount_stats AS (
 ), recount_postings AS (
     SELECT s.collection_id, u.lexeme, s.id AS sentence_id, cardinality(u.positions) AS tf, s.bm25_length
     FROM windowrag.sentences s, unnest(s.tsv) u
+), stored_postings AS (
+    SELECT p.collection_id, p.lexeme, p.sentence_id, p.tf, p.doc_length FROM windowrag.bm25_postings p
+    UNION ALL
+    SELECT b.collection_id, b.lexeme, u.sentence_id, NULL, NULL
+    FROM windowrag.bm25_blocks b, unnest(b.sentence_ids) u (sentence_id)
+    WHERE EXISTS (SELECT 1 FROM windowrag.sentences s WHERE s.id = u.sentence_id)
 )
 SELECT c.name,
        (SELECT count(*) FROM recount_stats r FULL JOIN windowrag.bm25_stats b USING (collection_id)
@@ -17,8 +26,11 @@ SELECT c.name,
            AND coalesce(b.n_sentences, 0) + coalesce(r.n, 0) > 0) AS stats_mismatches,
        (SELECT count(*) FROM recount_terms r FULL JOIN windowrag.bm25_terms t USING (collection_id, lexeme)
          WHERE coalesce(r.collection_id, t.collection_id) = c.id AND r.df IS DISTINCT FROM t.df) AS term_mismatches,
-       (SELECT count(*) FROM recount_postings r FULL JOIN windowrag.bm25_postings p USING (collection_id, lexeme, sentence_id)
+       (SELECT count(*) FROM recount_postings r FULL JOIN stored_postings p USING (collection_id, lexeme, sentence_id)
          WHERE coalesce(r.collection_id, p.collection_id) = c.id
-           AND (r.tf IS DISTINCT FROM p.tf OR r.bm25_length IS DISTINCT FROM p.doc_length)) AS posting_mismatches
+           AND (r.sentence_id IS NULL OR p.sentence_id IS NULL
+                OR (p.tf IS NOT NULL AND (r.tf <> p.tf OR r.bm25_length <> p.doc_length))))
+       + (SELECT count(*) - count(DISTINCT (p.lexeme, p.sentence_id)) FROM stored_postings p
+           WHERE p.collection_id = c.id) AS posting_mismatches
 FROM windowrag.collections c
 ORDER BY c.name

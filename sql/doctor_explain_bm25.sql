@@ -1,5 +1,5 @@
 EXPLAIN (FORMAT JSON)
-SELECT p.sentence_id FROM windowrag.bm25_postings p
-WHERE p.collection_id = %(collection_id)s AND p.lexeme = %(lexeme)s
-ORDER BY p.impact DESC
-LIMIT 100
+SELECT b.sentence_ids FROM windowrag.bm25_blocks b
+WHERE b.collection_id = %(collection_id)s AND b.lexeme = %(lexeme)s
+ORDER BY b.block
+LIMIT 16

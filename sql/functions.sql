@@ -15,6 +15,7 @@
 --   windowrag.sentence_window(sentence_id, window_size)              the window of one sentence
 --   windowrag.candidate_sentences(collection, query_text, query_embedding)
 --                                  every sentence near the fused hits, with its own signals
+--   windowrag.bm25_rebuild(collection_id)                            recount BM25, pack postings
 
 CREATE OR REPLACE FUNCTION windowrag.collection_id(collection text) RETURNS integer
 LANGUAGE plpgsql STABLE AS $$
@@ -81,26 +82,41 @@ BEGIN
             WHERE t.collection_id = cid AND t.lexeme = ANY (lexemes)
         ), q AS (
             -- a term with at most per_term_limit postings is read whole (its part of every score
-            -- is then exact); a longer list is cut at a length that follows the term's share of
-            -- the score: per_term_limit for the rarest query term, half as many at half its idf
+            -- is then exact; the limit, not df, as packed lists may still hold postings of deleted
+            -- sentences); a longer list is cut at a length that follows the term's share of the
+            -- score: per_term_limit for the rarest query term, half as many at half its idf
             SELECT terms.lexeme, terms.idf,
-                   CASE WHEN terms.df <= per_term_limit THEN terms.df
+                   CASE WHEN terms.df <= per_term_limit THEN per_term_limit
                         ELSE greatest(n, ceil(per_term_limit * terms.idf / max(terms.idf) OVER ()))::bigint
                    END AS list_length  -- never below n: n matching sentences give n results
             FROM terms
         ), top AS (
-            -- phase 1: each term's strongest postings (an index-only scan of bm25_postings_impact,
-            -- which INCLUDEs tf and length), with their exact weights ...
-            SELECT t.sentence_id,
-                   q.idf * windowrag.bm25_term_weight(t.tf, t.doc_length, avg_length, k1, b) AS w
+            -- phase 1: each term's strongest postings with their impacts (idf-free BM25 weights
+            -- at the average length of when they were stored), read from the term's packed
+            -- blocks (impact order: block 0 holds the strongest) and from the postings written
+            -- since the last pack ...
+            SELECT t.sentence_id, q.idf * t.impact AS w
             FROM q CROSS JOIN LATERAL (
-                SELECT p.sentence_id, p.tf, p.doc_length FROM windowrag.bm25_postings p
-                WHERE p.collection_id = cid AND p.lexeme = q.lexeme
-                ORDER BY p.impact DESC
+                SELECT x.sentence_id, x.impact FROM (
+                    (SELECT p.sentence_id, p.impact FROM windowrag.bm25_postings p
+                     WHERE p.collection_id = cid AND p.lexeme = q.lexeme
+                     ORDER BY p.impact DESC
+                     LIMIT q.list_length)
+                    UNION ALL
+                    SELECT u.sentence_id, u.impact
+                    FROM (SELECT b.sentence_ids, b.impacts FROM windowrag.bm25_blocks b
+                          WHERE b.collection_id = cid AND b.lexeme = q.lexeme
+                          ORDER BY b.block
+                          LIMIT (q.list_length + 127) / 128) bl,  -- 128 postings a block
+                         unnest(bl.sentence_ids, bl.impacts) AS u (sentence_id, impact)
+                ) x
+                ORDER BY x.impact DESC
                 LIMIT q.list_length) t
         ), shortlist AS (
-            -- ... summed into a lower bound of each candidate's score; the best shortlist_size
-            -- candidates go on to exact scoring
+            -- ... summed into an estimate of each candidate's score (a lower bound up to the drift
+            -- of the average length); the best shortlist_size candidates go on to exact scoring.
+            -- Packed postings of deleted sentences are still listed until the next pack: the
+            -- join with the sentences below drops them.
             SELECT top.sentence_id
             FROM top
             GROUP BY top.sentence_id
@@ -523,3 +539,131 @@ BEGIN
     ) m ON true
     ORDER BY s.document_id, s.ordinal;
 END $$;
+
+-- BM25 maintenance (migration 0011). Postings live in two places: windowrag.bm25_blocks, each
+-- term's postings packed 128 to a row in impact order (block 0 the strongest; ~12 bytes a
+-- posting instead of ~250 as rows with two btrees), and windowrag.bm25_postings, one row each,
+-- for the sentences written since the collection was last packed. bm25_search reads both.
+-- The statement triggers on windowrag.sentences keep the statistics (bm25_stats, bm25_terms)
+-- exact and transactional and write the new postings as rows; windowrag.bm25_rebuild packs.
+-- A bulk load defers all of it (windowrag.bm25_deferred = on in its transactions) and rebuilds
+-- once, set-based, at its end. They run as the owner (docs/tenancy.md; EXECUTE revoked from
+-- PUBLIC by migration 0003): SECURITY DEFINER and the search_path are restated here because
+-- CREATE OR REPLACE resets them.
+CREATE OR REPLACE FUNCTION windowrag.bm25_after_insert() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF current_setting('windowrag.bm25_deferred', true) = 'on' THEN
+        RETURN NULL;  -- a bulk load: windowrag.bm25_rebuild counts everything at its end
+    END IF;
+    INSERT INTO windowrag.bm25_stats AS s (collection_id, n_sentences, total_length, pending_postings)
+    SELECT collection_id, count(*), sum(bm25_length), sum(length(tsv)) FROM new_rows GROUP BY collection_id
+    ON CONFLICT (collection_id) DO UPDATE
+        SET n_sentences = s.n_sentences + excluded.n_sentences,
+            total_length = s.total_length + excluded.total_length,
+            pending_postings = s.pending_postings + excluded.pending_postings;
+
+    INSERT INTO windowrag.bm25_terms AS t (collection_id, lexeme, df)
+    SELECT n.collection_id, u.lexeme, count(*)
+    FROM new_rows n, unnest(n.tsv) u
+    GROUP BY 1, 2
+    ON CONFLICT (collection_id, lexeme) DO UPDATE SET df = t.df + excluded.df;
+
+    INSERT INTO windowrag.bm25_postings (collection_id, lexeme, sentence_id, tf, doc_length, impact)
+    SELECT n.collection_id, u.lexeme, n.id, cardinality(u.positions), n.bm25_length,
+           windowrag.bm25_term_weight(cardinality(u.positions), n.bm25_length,
+                                      greatest(s.total_length::float8 / nullif(s.n_sentences, 0), 1.0))
+    FROM new_rows n
+    JOIN windowrag.bm25_stats s ON s.collection_id = n.collection_id,
+    unnest(n.tsv) u;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION windowrag.bm25_after_delete() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF current_setting('windowrag.bm25_deferred', true) = 'on' THEN
+        RETURN NULL;  -- a bulk load replacing documents: rebuilt at its end
+    END IF;
+    WITH gone AS (
+        SELECT o.collection_id, u.lexeme, count(*) AS n
+        FROM old_rows o, unnest(o.tsv) u GROUP BY 1, 2
+    )
+    UPDATE windowrag.bm25_terms t SET df = t.df - gone.n
+    FROM gone WHERE t.collection_id = gone.collection_id AND t.lexeme = gone.lexeme;
+    DELETE FROM windowrag.bm25_terms WHERE df <= 0;
+
+    -- unpacked postings go now; packed ones stay (skipped by queries) and are counted as stale
+    -- until the next pack
+    WITH removed AS (
+        DELETE FROM windowrag.bm25_postings p
+        USING (SELECT o.collection_id, u.lexeme, o.id FROM old_rows o, unnest(o.tsv) u) g
+        WHERE p.collection_id = g.collection_id AND p.lexeme = g.lexeme AND p.sentence_id = g.id
+        RETURNING p.collection_id
+    ), unpacked AS (
+        SELECT collection_id, count(*) AS n FROM removed GROUP BY 1
+    ), gone AS (
+        SELECT collection_id, count(*) AS n, sum(bm25_length) AS len, sum(length(tsv)) AS postings
+        FROM old_rows GROUP BY 1
+    )
+    UPDATE windowrag.bm25_stats s
+    SET n_sentences = s.n_sentences - gone.n, total_length = s.total_length - gone.len,
+        pending_postings = s.pending_postings - coalesce(unpacked.n, 0),
+        stale_postings = s.stale_postings + gone.postings - coalesce(unpacked.n, 0)
+    FROM gone LEFT JOIN unpacked USING (collection_id)
+    WHERE s.collection_id = gone.collection_id;
+    RETURN NULL;
+END $$;
+
+-- Recount a collection's BM25 statistics from its sentences and pack all its postings into
+-- blocks, in one transaction holding the collection's write lock (the rule of
+-- sql/lock_collection_writes.sql): its writers wait, readers see the old state until commit.
+-- The end of a bulk load, and the pack of an incrementally grown collection (store/bm25.py
+-- decides when). Returns the number of postings packed. SECURITY INVOKER: only roles that may
+-- write bm25_* (the owner) can run it; tenant roles cannot.
+CREATE OR REPLACE FUNCTION windowrag.bm25_rebuild(collection_id integer) RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    cid integer := bm25_rebuild.collection_id;
+    avg_length float8;
+    packed bigint;
+BEGIN
+    PERFORM 1 FROM windowrag.collections c WHERE c.id = cid FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'windowrag: collection id % does not exist', cid USING ERRCODE = 'undefined_object';
+    END IF;
+    PERFORM set_config('work_mem', greatest(pg_size_bytes(current_setting('work_mem')) / 1024, 262144)::text || 'kB', true);
+    DELETE FROM windowrag.bm25_postings p WHERE p.collection_id = cid;
+    DELETE FROM windowrag.bm25_blocks b WHERE b.collection_id = cid;
+    DELETE FROM windowrag.bm25_terms t WHERE t.collection_id = cid;
+    INSERT INTO windowrag.bm25_stats AS s (collection_id, n_sentences, total_length)
+    SELECT cid, count(*), coalesce(sum(x.bm25_length), 0) FROM windowrag.sentences x WHERE x.collection_id = cid
+    ON CONFLICT (collection_id) DO UPDATE
+        SET n_sentences = excluded.n_sentences, total_length = excluded.total_length;
+    SELECT greatest(s.total_length::float8 / nullif(s.n_sentences, 0), 1.0) INTO avg_length
+    FROM windowrag.bm25_stats s WHERE s.collection_id = cid;
+
+    INSERT INTO windowrag.bm25_blocks (collection_id, lexeme, block, max_impact, sentence_ids, impacts)
+    SELECT cid, p.lexeme, (p.rn - 1) / 128, max(p.impact),
+           array_agg(p.sentence_id ORDER BY p.rn), array_agg(p.impact ORDER BY p.rn)
+    FROM (SELECT u.lexeme, x.id AS sentence_id, w.impact,
+                 row_number() OVER (PARTITION BY u.lexeme ORDER BY w.impact DESC, x.id) AS rn
+          FROM windowrag.sentences x
+          CROSS JOIN LATERAL unnest(x.tsv) u
+          CROSS JOIN LATERAL (SELECT windowrag.bm25_term_weight(cardinality(u.positions), x.bm25_length,
+                                                                avg_length)::real AS impact) w
+          WHERE x.collection_id = cid) p
+    GROUP BY p.lexeme, (p.rn - 1) / 128;
+
+    INSERT INTO windowrag.bm25_terms (collection_id, lexeme, df)
+    SELECT cid, b.lexeme, sum(cardinality(b.sentence_ids))
+    FROM windowrag.bm25_blocks b WHERE b.collection_id = cid
+    GROUP BY b.lexeme;
+
+    SELECT coalesce(sum(t.df), 0) INTO packed FROM windowrag.bm25_terms t WHERE t.collection_id = cid;
+    UPDATE windowrag.bm25_stats s SET packed_postings = packed, pending_postings = 0, stale_postings = 0
+    WHERE s.collection_id = cid;
+    RETURN packed;
+END $$;
+REVOKE EXECUTE ON FUNCTION windowrag.bm25_rebuild(integer) FROM PUBLIC;

@@ -14,6 +14,7 @@ from windowrag_pg.doctor import repair_indexes, run_checks
 from windowrag_pg.ingest import BULK_MIN_DOCUMENTS, Ingestor
 from windowrag_pg.retrieve.retriever import Retriever
 from windowrag_pg.sources import SourceDocument, iter_sources
+from windowrag_pg.store.bm25 import rebuild_bm25
 from windowrag_pg.store.collections import collection_index_name, collection_index_state, get_collection
 
 ROWS = """
@@ -32,12 +33,24 @@ SELECT t.lexeme, t.df FROM windowrag.bm25_terms t JOIN windowrag.collections c O
 WHERE c.name = %s ORDER BY 1
 """
 POSTINGS = """
-SELECT p.lexeme, d.external_id, s.ordinal, p.tf, p.doc_length, p.impact
-FROM windowrag.bm25_postings p
+WITH stored AS (
+    SELECT p.collection_id, p.lexeme, p.sentence_id FROM windowrag.bm25_postings p
+    UNION ALL
+    SELECT b.collection_id, b.lexeme, u.sentence_id FROM windowrag.bm25_blocks b, unnest(b.sentence_ids) u (sentence_id)
+)
+SELECT p.lexeme, d.external_id, s.ordinal
+FROM stored p
 JOIN windowrag.sentences s ON s.id = p.sentence_id
 JOIN windowrag.documents d ON d.id = s.document_id
 JOIN windowrag.collections c ON c.id = p.collection_id
 WHERE c.name = %s ORDER BY 1, 2, 3
+"""
+BLOCKS = """
+SELECT b.lexeme, b.block, b.max_impact, b.impacts,
+       array(SELECT d.external_id || ':' || s.ordinal FROM unnest(b.sentence_ids) WITH ORDINALITY u (id, i)
+             JOIN windowrag.sentences s ON s.id = u.id JOIN windowrag.documents d ON d.id = s.document_id ORDER BY u.i)
+FROM windowrag.bm25_blocks b JOIN windowrag.collections c ON c.id = b.collection_id
+WHERE c.name = %s ORDER BY 1, 2
 """
 STATS = """
 SELECT b.n_sentences, b.total_length FROM windowrag.bm25_stats b JOIN windowrag.collections c ON c.id = b.collection_id
@@ -83,8 +96,10 @@ def test_bulk_and_incremental_store_identical_rows_and_give_identical_results(co
     rows = conn.execute(ROWS, [bulk_name]).fetchall()
     assert len(rows) > 500 and rows == conn.execute(ROWS, [incremental_name]).fetchall()
     assert conn.execute(BM25, [bulk_name]).fetchall() == conn.execute(BM25, [incremental_name]).fetchall()
+    # the same postings: packed at the end of the bulk load, rows of the incremental one ...
     assert conn.execute(POSTINGS, [bulk_name]).fetchall() == conn.execute(POSTINGS, [incremental_name]).fetchall()
     assert conn.execute(STATS, [bulk_name]).fetchone() == conn.execute(STATS, [incremental_name]).fetchone()
+    assert conn.execute(BLOCKS, [bulk_name]).fetchall() and not conn.execute(BLOCKS, [incremental_name]).fetchall()
     retriever = Retriever(conn, embedder=embedder, collection=bulk_name)
     for query in QUERIES:
         for mode in ("dense", "bm25", "hybrid"):
@@ -92,6 +107,9 @@ def test_bulk_and_incremental_store_identical_rows_and_give_identical_results(co
             b = retriever.search(query, k=5, window=2, mode=mode, collection=incremental_name)
             assert [c.text for c in a.contexts] == [c.text for c in b.contexts], (query, mode)
     assert collection_index_name(get_collection(conn, bulk_name)) in dense_plan(conn, bulk_name)
+    # ... and packed alike once the incremental collection is packed too
+    rebuild_bm25(conn, get_collection(conn, incremental_name))
+    assert conn.execute(BLOCKS, [bulk_name]).fetchall() == conn.execute(BLOCKS, [incremental_name]).fetchall()
 
 
 def test_the_automatic_choice_and_the_python_override(conn, embedder, collection_name):

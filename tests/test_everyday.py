@@ -104,6 +104,7 @@ def test_a_metadata_only_change_updates_metadata_without_re_embedding(conn, coll
     changed = SourceDocument(external_id="keys", format="markdown", source="/srv/moved/security.md",
                              metadata={"team": "platform", "reviewed": 2026}, text=DOCS[0].text)
     report = ingestor.ingest([changed, DOCS[1]])
+    assert not report.errors, report.errors
     assert (report.metadata_updated, report.unchanged, report.added, report.replaced) == (1, 1, 0, 0)
     assert embedder.embedded == embedded  # nothing embedded
     rows = {r["id"]: r for r in wr.list_documents(conn, collection=collection_name)}

@@ -688,7 +688,9 @@ SELECT jsonb_build_object(
 """
 
 
-ADDED_BY_0003 = {"collections": "tenant", "sections": "collection_id"}
+# columns later revisions added to the 0002 tables
+ADDED_AFTER_0002 = {"collections": ["tenant"], "sections": ["collection_id"],
+                    "bm25_stats": ["packed_postings", "pending_postings", "stale_postings"]}
 
 
 def _all_rows(conn: psycopg.Connection) -> dict[str, list]:
@@ -697,12 +699,29 @@ def _all_rows(conn: psycopg.Connection) -> dict[str, list]:
     for table in TABLES:
         columns = [r[0] for r in conn.execute(
             "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped "
-            "AND attname IS DISTINCT FROM %s ORDER BY attnum", [f"windowrag.{table}", ADDED_BY_0003.get(table)])]
+            "AND attname <> ALL (%s) ORDER BY attnum", [f"windowrag.{table}", ADDED_AFTER_0002.get(table, [])])]
         query = sql.SQL("SELECT {cols} FROM windowrag.{table} ORDER BY 1, 2, 3").format(
             cols=sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c)) for c in columns),
             table=sql.Identifier(table))
+        if table == "bm25_postings" and conn.execute("SELECT to_regclass('windowrag.bm25_blocks')").fetchone()[0]:
+            query = sql.SQL(PACKED_AND_ROWS).format(query)  # 0011+: packed postings count as rows
         rows[table] = conn.execute(query).fetchall()
     return rows
+
+
+# The postings at 0011+ as 0010's rows: those packed in blocks unpacked (as 0011's downgrade does).
+PACKED_AND_ROWS = """
+SELECT * FROM ({}) r
+UNION ALL
+SELECT b.collection_id::text, b.lexeme, u.sentence_id::text, cardinality(t.positions)::text, s.bm25_length::text,
+       u.impact::text
+FROM windowrag.bm25_blocks b
+CROSS JOIN LATERAL unnest(b.sentence_ids, b.impacts) u (sentence_id, impact)
+JOIN windowrag.sentences s ON s.id = u.sentence_id
+CROSS JOIN LATERAL unnest(s.tsv) t
+WHERE t.lexeme = b.lexeme
+ORDER BY 1, 2, 3
+"""
 
 
 def test_tenancy_migration_round_trip_keeps_every_row_and_tenant(db_url, embedder):

@@ -139,7 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="check the server, pgvector, indexes and BM25 statistics")
     p.add_argument("--fix", action="store_true",
                    help="build each collection's missing or invalid HNSW index (left by an interrupted bulk load) "
-                        "with CREATE INDEX CONCURRENTLY, then check again")
+                        "with CREATE INDEX CONCURRENTLY, recount BM25 statistics that disagree with the sentences, "
+                        "then check again")
     p.set_defaults(handler=cmd_doctor)
 
     p = sub.add_parser("server-stop", help="stop the embedded server")
@@ -408,13 +409,15 @@ def cmd_db_url(args) -> int:
 def cmd_doctor(args) -> int:
     from rich.console import Console
 
-    from .doctor import repair_indexes, run_checks
+    from .doctor import repair_bm25, repair_indexes, run_checks
 
     console = Console()
     with _connect(args) as conn:
         if args.fix:
             for name in repair_indexes(conn):
                 console.print(f"fixed HNSW index of {name!r}: built")
+            for name in repair_bm25(conn):
+                console.print(f"fixed BM25 statistics of {name!r}: recounted")
         checks = run_checks(conn)
     for check in checks:
         mark = "[green]ok[/green]  " if check.ok else "[red]FAIL[/red]"

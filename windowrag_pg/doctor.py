@@ -10,6 +10,7 @@ from psycopg import sql
 
 from .db import connection as db
 from .db.sqlfiles import load_sql
+from .store.bm25 import rebuild_bm25
 from .store.collections import (
     Collection, build_collection_index, collection_index_name, collection_index_state, get_collection,
 )
@@ -89,6 +90,17 @@ def repair_indexes(conn: psycopg.Connection) -> list[str]:
     return repaired
 
 
+def repair_bm25(conn: psycopg.Connection) -> list[str]:
+    """Recount and pack the BM25 statistics and postings of every collection that disagrees with
+    a full recount (windowrag.bm25_rebuild); the names of the collections repaired."""
+    repaired = []
+    for name, stats, terms, postings in conn.execute(load_sql("bm25_consistency")).fetchall():
+        if stats or terms or postings:
+            rebuild_bm25(conn, get_collection(conn, name))
+            repaired.append(name)
+    return repaired
+
+
 def _dense_plan(conn, collection: Collection, index: str) -> Check:
     probe = sql.Literal("[" + ",".join(["0"] * (collection.dimension - 1) + ["1"]) + "]")
     statement = sql.SQL(load_sql("doctor_explain_dense")).format(
@@ -106,11 +118,11 @@ def _dense_plan(conn, collection: Collection, index: str) -> Check:
 def _bm25_plan(conn, collection: Collection) -> Check:
     row = conn.execute(load_sql("most_common_lexeme"), [collection.id]).fetchone()
     if row is None:
-        return Check(f"BM25 postings index for {collection.name!r}", True, "collection is empty")
+        return Check(f"BM25 blocks index for {collection.name!r}", True, "collection is empty")
     plan = json.dumps(conn.execute(load_sql("doctor_explain_bm25"), {"collection_id": collection.id, "lexeme": row[0]}).fetchone()[0])
-    used = "bm25_postings_impact" in plan
-    return Check(f"BM25 postings index for {collection.name!r}", used, "impact-ordered index scan" if used else "not used",
-                 "" if used else "ANALYZE windowrag.bm25_postings")
+    used = "bm25_blocks_pkey" in plan
+    return Check(f"BM25 blocks index for {collection.name!r}", used, "block index scan" if used else "not used",
+                 "" if used else "ANALYZE windowrag.bm25_blocks")
 
 
 def _bm25(conn) -> list[Check]:
@@ -120,5 +132,5 @@ def _bm25(conn) -> list[Check]:
         checks.append(Check(f"BM25 statistics of {name!r}", ok,
                             "consistent with a full recount" if ok else
                             f"mismatches: stats {stats}, terms {terms}, postings {postings}",
-                            "" if ok else "re-ingest the collection (statistics are rebuilt with the rows)"))
+                            "" if ok else "windowrag doctor --fix (recounts them: windowrag.bm25_rebuild)"))
     return checks

@@ -32,6 +32,7 @@ from .store.collections import (
     Collection, CollectionError, build_collection_index, collection_index_state, collection_sentence_count,
     drop_collection_index, ensure_collection, ensure_collection_index,
 )
+from .store.bm25 import pack_if_due
 from .store.writer import DocumentRecord, existing_hash, stored_content, update_metadata, write_document
 
 HEADER_SEPARATOR = " › "
@@ -262,6 +263,8 @@ class Ingestor:
             report.interrupted = True
         if report.bulk:
             self._build_index(report)
+        elif report.sentences or report.replaced:
+            self._pack_bm25(report)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -306,6 +309,22 @@ class Ingestor:
                 f"HNSW index of collection {self.collection.name!r}",
                 f"not built: {_describe(exc).removeprefix('database refused the document: ')}; the documents are stored: the next ingest or `windowrag doctor --fix` builds it"))
         report.index_seconds = time.perf_counter() - started
+
+    def _pack_bm25(self, report: IngestReport) -> None:
+        """After an incremental ingest: pack the collection's BM25 postings when the rows written
+        since the last pack are a sizeable share (store/bm25.py). Only the owner may; a failure is
+        reported, the documents are stored and searchable either way."""
+        try:
+            with self._connection() as conn:
+                if self._may_index(conn):
+                    pack_if_due(conn, self.collection)
+        except psycopg.Error as exc:
+            if self._last_conn is not None and (self._last_conn.closed or self._last_conn.broken):
+                raise
+            report.errors.append(SourceError(
+                f"BM25 postings of collection {self.collection.name!r}",
+                f"not packed: {_describe(exc).removeprefix('database refused the document: ')}; "
+                "the documents are stored and searchable"))
 
     def make_units(self, parsed: ParsedDocument) -> list[Unit]:
         if self.chunk_tokens:
@@ -389,7 +408,7 @@ class Ingestor:
                 record = self._record(prepared.source, prepared.parsed, prepared.digest)
                 with self._connection() as conn:
                     status = write_document(conn, self.collection, record, prepared.parsed,
-                                            prepared.units, own, token_counts)
+                                            prepared.units, own, token_counts, bm25_deferred=report.bulk)
             except INGEST_ERRORS as exc:
                 yield prepared, exc
                 continue

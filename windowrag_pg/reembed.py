@@ -58,8 +58,10 @@ def reembed_collection(conn: psycopg.Connection, name: str, embedder: Embedder, 
             "temporary_name": temporary_name, "model": embedder.model_id, "dimension": embedder.dimension,
             "collection_id": old.id}).fetchone()[0]
         ids = {"new_id": new_id, "collection_id": old.id}
+        conn.execute(load_sql("defer_bm25"))  # the copy's BM25 is counted and packed once, below
         for step in ("reembed_copy_documents", "reembed_copy_sections", "reembed_copy_sentences"):
             conn.execute(load_sql(step), ids)
+        conn.execute(load_sql("bm25_rebuild"), [new_id])
         conn.execute(load_sql("delete_collection"), [old.id])
         conn.execute(load_sql("rename_collection"), [name, new_id])
         ensure_collection_index(conn, get_collection(conn, name))

@@ -28,6 +28,7 @@ def upgrade() -> None:
     op.execute(load_sql("limits"))
     op.execute(load_sql("functions"))
     op.execute(load_frozen_sql("0010_functions"))  # as 0009 had them, before halfvec
+    op.execute(load_frozen_sql("0011_functions"))  # and before compact BM25
 
 
 def downgrade() -> None:

@@ -49,6 +49,7 @@ COLLECTIONS = "SELECT id, name, dimension FROM windowrag.collections ORDER BY id
 def upgrade() -> None:
     _convert("halfvec")
     op.execute(load_sql("functions"))
+    op.execute(load_frozen_sql("0011_functions"))  # as 0010 had them, before compact BM25
 
 
 def downgrade() -> None:

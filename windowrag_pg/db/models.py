@@ -92,6 +92,9 @@ class Bm25Stats(Base):
     collection_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.collections.id", ondelete="CASCADE"), primary_key=True)
     n_sentences: Mapped[int] = mapped_column(BigInteger)
     total_length: Mapped[int] = mapped_column(BigInteger)
+    packed_postings: Mapped[int] = mapped_column(BigInteger, default=0)  # in bm25_blocks (0011)
+    pending_postings: Mapped[int] = mapped_column(BigInteger, default=0)  # rows of bm25_postings
+    stale_postings: Mapped[int] = mapped_column(BigInteger, default=0)  # packed, of deleted sentences
 
 
 class Bm25Term(Base):
@@ -111,3 +114,16 @@ class Bm25Posting(Base):
     tf: Mapped[int] = mapped_column(Integer)
     doc_length: Mapped[int] = mapped_column(Integer)
     impact: Mapped[float] = mapped_column(REAL)
+
+
+class Bm25Block(Base):
+    """A term's postings packed 128 to a row in impact order (migration 0011)."""
+    __tablename__ = "bm25_blocks"
+    __table_args__ = {"schema": SCHEMA}
+    collection_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.collections.id", ondelete="CASCADE"),
+                                               primary_key=True)
+    lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
+    block: Mapped[int] = mapped_column(Integer, primary_key=True)
+    max_impact: Mapped[float] = mapped_column(REAL)
+    sentence_ids = mapped_column(ARRAY(BigInteger))
+    impacts = mapped_column(ARRAY(REAL))

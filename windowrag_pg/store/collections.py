@@ -204,7 +204,8 @@ def drop_collection_index(conn: psycopg.Connection, collection: Collection) -> b
 
 def build_collection_index(conn: psycopg.Connection, collection: Collection) -> bool:
     """Build the collection's HNSW index after a bulk load, or repair it: an invalid index (left by
-    an interrupted build) is dropped first. CREATE INDEX CONCURRENTLY on an autocommit connection:
+    an interrupted build) is dropped first. The BM25 statistics and postings, which a bulk load
+    defers, are recounted and packed first (windowrag.bm25_rebuild, one transaction). CREATE INDEX CONCURRENTLY on an autocommit connection:
     a plain CREATE INDEX on the shared sentences table takes a SHARE lock, which blocks the writers
     of every collection for the whole build. Readers are never blocked; the build waits for the
     transactions running when it starts (and for their snapshots) to end. No statement timeout
@@ -221,6 +222,9 @@ def build_collection_index(conn: psycopg.Connection, collection: Collection) -> 
     conn.execute(load_sql("set_index_build_settings"),
                  [memory if enough else INDEX_BUILD_MEMORY, str(INDEX_BUILD_WORKERS), "0"])
     try:
+        # the other half of a bulk load's end: its triggers deferred the BM25 statistics and
+        # postings (an interrupted load too: this is also its repair)
+        conn.execute(load_sql("bm25_rebuild"), [collection.id])
         conn.execute(_index_statement(collection, concurrently=True))
     finally:
         if not conn.closed and not conn.broken:
