@@ -5,7 +5,7 @@ recall@5 against exact search, and an incremental ingest into the live, indexed 
     python benchmarks/side_by_side.py --size 100000 --queries 200 --home /tmp/wr-side-by-side
     python benchmarks/side_by_side.py --size 1000000 --home /tmp/wr-side-by-side-1m
 
-How (stated again in the report, benchmarks/out/side_by_side_<N>.md):
+How (the report goes to benchmarks/out/side_by_side_<N>.md, git-ignored):
 1. Real units and vectors as benchmarks/query.py makes them (its cached_units: squad-dev articles,
    every --handbook-every-th handbook page, optionally ContractNLI; split by windowrag_pg, embedded
    with BGE-small INT8, cached in benchmarks/out/). Documents are the real source documents
