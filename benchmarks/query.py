@@ -100,16 +100,23 @@ def pct(values, q):
 
 # ---------------------------------------------------------------- real units and their vectors
 
-def split_source_file(path: Path, every: int) -> list[str]:
-    texts = []
+def split_source_documents(path: Path, every: int) -> list[tuple[SourceDocument, list[str]]]:
+    """Every EVERY-th document of PATH with its unit texts, as windowrag_pg splits it (documents
+    without a unit left out)."""
+    documents = []
     sources = [s for s in iter_sources([path]) if isinstance(s, SourceDocument)][::every]
     for source in sources:
         try:
             units = split_units(parse_source(source))
         except ParseError:
             continue
-        texts.extend(u.text for u in units)
-    return texts
+        if units:
+            documents.append((source, [u.text for u in units]))
+    return documents
+
+
+def split_source_file(path: Path, every: int) -> list[str]:
+    return [text for _, texts in split_source_documents(path, every) for text in texts]
 
 
 def cached_units(name: str, path: Path, every: int, embedder) -> tuple[list[str], np.ndarray]:
@@ -178,11 +185,15 @@ def settings_table(conn) -> list[str]:
 
 # ---------------------------------------------------------------- building a collection
 
-def make_vectors(base: np.ndarray, size: int, noise: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def make_vectors(base: np.ndarray, size: int, noise: float, seed: int,
+                 source: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Row i copies real unit source[i] (default: a new permutation of the units per pass); rows
+    past the first len(base) get noise. A given SOURCE must hold every unit once in its first pass."""
     rng = np.random.default_rng(seed)
     n0 = len(base)
-    passes = -(-size // n0)
-    source = np.concatenate([rng.permutation(n0) for _ in range(passes)])[:size]
+    if source is None:
+        passes = -(-size // n0)
+        source = np.concatenate([rng.permutation(n0) for _ in range(passes)])[:size]
     vectors = np.empty((size, base.shape[1]), dtype=np.float32)
     for start in range(0, size, 50_000):
         stop = min(size, start + 50_000)
