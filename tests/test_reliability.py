@@ -49,8 +49,9 @@ def test_sigkill_mid_ingest_leaves_no_partial_document(conn, db_url, tmp_path, c
         for doc in range(1000):
             handle.write(json.dumps({"id": f"doc-{doc}", "title": f"Doc {doc}", "format": "text",
                                      "text": document_text(doc, 1), "metadata": {"n": doc}}) + "\n")
+    # the incremental path (BM25 exact after every document); the bulk path's kill is tested below
     command = [sys.executable, "-m", "windowrag_pg.cli", "--database-url", db_url, "ingest", str(path),
-               "--collection", collection_name]
+               "--collection", collection_name, "--no-bulk"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seen_before_kill: set[str] = set()
     deadline = time.monotonic() + 300
