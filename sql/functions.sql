@@ -109,9 +109,7 @@ BEGIN
                           ORDER BY b.block
                           LIMIT (q.list_length + 127) / 128) bl,  -- 128 postings a block
                          unnest(bl.sentence_ids, bl.impacts) AS u (sentence_id, impact)
-                ) x
-                ORDER BY x.impact DESC
-                LIMIT q.list_length) t
+                ) x) t  -- (up to 127 postings past list_length from the last block: more candidates, no sort)
         ), shortlist AS (
             -- ... summed into an estimate of each candidate's score (a lower bound up to the drift
             -- of the average length); the best shortlist_size candidates go on to exact scoring.
@@ -384,21 +382,22 @@ BEGIN
         END IF;
     END LOOP;
 
+    -- each segment's character range and tokens from one range scan of its sentences
     RETURN QUERY
     SELECT (row_number() OVER (ORDER BY g.score DESC, g.ord))::integer,
            g.doc, d.external_id, d.title, sec.heading_path, g.lo, g.hi,
-           first_s.start_char, last_s.end_char,
-           substr(d.text, first_s.start_char + 1, last_s.end_char - first_s.start_char),
-           g.score,
-           (SELECT sum(s.token_count)::integer FROM windowrag.sentences s
-             WHERE s.document_id = g.doc AND s.ordinal BETWEEN g.lo AND g.hi),
-           g.hits
+           w.start_char, w.end_char,
+           substr(d.text, w.start_char + 1, w.end_char - w.start_char),
+           g.score, w.tokens, g.hits
     FROM unnest(seg_doc, seg_lo, seg_hi, seg_score, seg_section, seg_hits)
          WITH ORDINALITY AS g(doc, lo, hi, score, section, hits, ord)
     JOIN windowrag.documents d ON d.id = g.doc
     JOIN windowrag.sections sec ON sec.id = g.section
-    JOIN windowrag.sentences first_s ON first_s.document_id = g.doc AND first_s.ordinal = g.lo
-    JOIN windowrag.sentences last_s ON last_s.document_id = g.doc AND last_s.ordinal = g.hi
+    CROSS JOIN LATERAL (
+        SELECT min(s.start_char) AS start_char, max(s.end_char) AS end_char, sum(s.token_count)::integer AS tokens
+        FROM windowrag.sentences s
+        WHERE s.document_id = g.doc AND s.ordinal BETWEEN g.lo AND g.hi
+        OFFSET 0) w  -- a fence: one range scan per segment, not a join over the document's sentences
     ORDER BY g.score DESC, g.ord;
 END $$;
 

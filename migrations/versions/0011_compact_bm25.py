@@ -10,6 +10,8 @@ first blocks as it read the impact index before; scores are still computed exact
 candidates' tsvectors. windowrag.bm25_postings stays, for the postings written since the last
 pack (incremental ingest); windowrag.bm25_rebuild(collection_id) recounts the statistics and
 packs everything (the end of a bulk load, whose triggers defer all BM25 work; store/bm25.py).
+search_windows reads each segment's characters and tokens with one range scan of its sentences
+(it looked up the first and last sentence apart; the same rows, ~1 ms less at 100k).
 bm25_stats gains three counters (postings packed, pending as rows, stale: packed postings of
 deleted sentences, which queries skip until the next pack).
 
