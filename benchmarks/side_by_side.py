@@ -37,7 +37,7 @@ How (the report goes to benchmarks/out/side_by_side_<N>.md, git-ignored):
    (c) `windowrag.dense_search(c, e, 5)`. --warmup queries first, not counted. The report shows the
    bare statement's plan once (EXPLAIN ANALYZE): which indexes served it and whether JIT ran.
 5. Recall@5 against exact (numpy brute-force cosine over the float32 vectors) of dense_search and of
-   the bare HNSW top 5, at ef_search 100 and 200 (not timed).
+   the bare HNSW top 5, at ef_search 100, 200 and 400 (not timed).
 6. Incremental: the sample documents ingested with `Ingestor(bulk=False)` into the live collection;
    the same rows INSERTed into the indexed bare table, one document per transaction.
 Not a test: ratios from one run; absolute times mean something only on an idle machine.
@@ -185,10 +185,11 @@ def fresh_server(home: Path) -> str:
     return q.configure_server(home)
 
 
-def windowrag_ingest(url: str, plan: Plan, texts: list[str], tokens: dict, model_id: str, bulk: bool):
+def windowrag_ingest(url: str, plan: Plan, texts: list[str], tokens: dict, model_id: str, bulk: bool,
+                     vector_index: str | None = None):
     embedder = PrecomputedEmbedder(model_id, [texts[i] for i in plan.source], plan.vectors, tokens)
     with connect(url, autocommit=True) as conn:
-        ingestor = Ingestor(conn, collection=COLLECTION, embedder=embedder, bulk=bulk)
+        ingestor = Ingestor(conn, collection=COLLECTION, embedder=embedder, bulk=bulk, vector_index=vector_index)
         bar = tqdm(total=len(plan.documents), desc=f"windowrag ingest (bulk={bulk})", unit="doc", mininterval=2)
         report = ingestor.ingest(plan.documents, on_document=lambda *_: bar.update(1))
         bar.close()
@@ -319,7 +320,7 @@ def recall(wr, bare, plan: Plan, qvecs: np.ndarray) -> dict[int, tuple[float, fl
     truth = exact_top(plan.vectors, qvecs)
     row_of = windowrag_row_of(wr, plan)
     result = {}
-    for ef in (EF_DEFAULT, 200):
+    for ef in (EF_DEFAULT, 200, 400):
         bare.execute(f"SET hnsw.ef_search = {int(ef)}")
         found_wr, found_bare = [], []
         for vec in qvecs:
@@ -381,6 +382,8 @@ def main() -> None:
     parser.add_argument("--handbook-every", type=int, default=16, help="handbook pages used: every N-th (0: none)")
     parser.add_argument("--contractnli-every", type=int, default=0, help="ContractNLI contracts: every N-th (0: none)")
     parser.add_argument("--keep-servers", action="store_true", help="leave both servers running at the end")
+    parser.add_argument("--vector-index", choices=("halfvec", "binary"), default="halfvec",
+                        help="the windowrag collection's vector index (the bare reference is always halfvec)")
     args = parser.parse_args()
     q.OUT.mkdir(parents=True, exist_ok=True)
     loads = {"start": q.uptime()}
@@ -403,7 +406,8 @@ def main() -> None:
         bare = bare_connect(urls["bare"])
         bare_seconds = bare_load(bare, bulk, texts)
         q.log(f"bare: {bare_seconds}; windowrag bulk ingest; load {q.uptime()}")
-        wr_report = windowrag_ingest(urls["windowrag"], bulk, texts, tokens, embedder.model_id, bulk=True)
+        wr_report = windowrag_ingest(urls["windowrag"], bulk, texts, tokens, embedder.model_id, bulk=True,
+                                     vector_index=args.vector_index)
         q.log(f"windowrag: {wr_report.as_dict()}")
         loads["after loading"] = q.uptime()
         wr = connect(urls["windowrag"], autocommit=True)
@@ -447,6 +451,7 @@ def main() -> None:
         f"- rows: {n:,} sentences in {len(bulk.documents):,} documents (whole real documents; {len(base):,} real "
         f"units, the rest noisy copies, sigma {args.noise}, seed {args.seed}); incremental sample "
         f"{len(extra.source):,} sentences in {len(extra.documents):,} documents",
+        f"- windowrag collection's vector index: {args.vector_index}",
         f"- queries: {args.queries} SQuAD dev questions after {args.warmup} warm-up, interleaved, prepare=False, "
         "embedding excluded",
         "", "Server settings (both servers):", "", *settings,
@@ -483,7 +488,7 @@ def main() -> None:
         f"{'met' if recalls[EF_DEFAULT][0] >= TARGETS['recall'] else '**not met**'} |",
     ]
     text = "\n".join(report) + "\n"
-    out = q.OUT / f"side_by_side_{args.size}.md"
+    out = q.OUT / f"side_by_side_{args.size}{'_binary' if args.vector_index == 'binary' else ''}.md"
     out.write_text(text)
     print(text)
     q.log(f"written to {out}")

@@ -689,7 +689,7 @@ SELECT jsonb_build_object(
 
 
 # columns later revisions added to the 0002 tables
-ADDED_AFTER_0002 = {"collections": ["tenant"], "sections": ["collection_id"],
+ADDED_AFTER_0002 = {"collections": ["tenant", "vector_index"], "sections": ["collection_id"],
                     "bm25_stats": ["packed_postings", "pending_postings", "stale_postings"]}
 
 

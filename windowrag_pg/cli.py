@@ -57,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "dropped and rebuilt, and its searches are exact sequential scans until then); "
                         "--no-bulk: update the index document by document. Default: bulk when more than "
                         "10 inputs go into an empty collection (or one whose index an interrupted bulk load left missing)")
+    p.add_argument("--vector-index", choices=("halfvec", "binary"), default=None,
+                   help="what a new collection's HNSW index is built on (fixed at creation; default halfvec): "
+                        "binary indexes the embeddings' sign bits and re-ranks with the stored vectors, "
+                        "~760 fewer bytes a sentence for a slower dense search (docs/performance.md)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(handler=cmd_ingest)
 
@@ -168,7 +172,8 @@ def cmd_ingest(args) -> int:
     sources = list(iter_sources(args.paths))
     with _connect(args) as conn:
         ingestor = Ingestor(conn, collection=args.collection, embedder=get_embedder(args.embedder),
-                            contextual_headers=args.contextual_headers, bulk=args.bulk)
+                            contextual_headers=args.contextual_headers, bulk=args.bulk,
+                            vector_index=args.vector_index)
         with tqdm(total=len(sources), unit="doc", disable=None, file=sys.stderr) as bar, \
                 tqdm(unit=" sentences embedded", disable=None, file=sys.stderr) as embedded, \
                 _stop_on_ctrl_c() as stop:

@@ -103,7 +103,8 @@ def repair_bm25(conn: psycopg.Connection) -> list[str]:
 
 def _dense_plan(conn, collection: Collection, index: str) -> Check:
     probe = sql.Literal("[" + ",".join(["0"] * (collection.dimension - 1) + ["1"]) + "]")
-    statement = sql.SQL(load_sql("doctor_explain_dense")).format(
+    explain = "doctor_explain_dense_binary" if collection.vector_index == "binary" else "doctor_explain_dense"
+    statement = sql.SQL(load_sql(explain)).format(
         collection_id=sql.Literal(collection.id), dimension=sql.Literal(collection.dimension), probe=probe)
     plan = json.dumps(conn.execute(statement).fetchone()[0])
     used = index.split(".", 1)[1] in plan

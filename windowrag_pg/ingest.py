@@ -132,6 +132,7 @@ class Ingestor:
         chunk_tokens: int | None = None,
         tenant: str | None = None,
         bulk: bool | None = None,
+        vector_index: str | None = None,
     ) -> None:
         if bulk not in (None, True, False):
             raise ValueError(f"Ingestor: bulk must be None, True or False, not {bulk!r}")
@@ -154,7 +155,7 @@ class Ingestor:
                 conn, collection, embedding_model=self.embedder.model_id,
                 dimension=self.embedder.dimension, contextual_headers=contextual_headers,
                 unit="chunk" if chunk_tokens else "sentence", chunk_tokens=chunk_tokens, tenant=tenant,
-                index=False,
+                index=False, vector_index=vector_index,
             )
             # An empty collection gets its index now, as before (an owner who only creates the
             # collection leaves it ready for tenant roles); a populated one without a valid index

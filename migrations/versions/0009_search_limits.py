@@ -16,7 +16,7 @@ embeddings), so that a database stopped at 0009 has what 0009 had.
 """
 from alembic import op
 
-from windowrag_pg.db.sqlfiles import load_frozen_sql, load_sql
+from windowrag_pg.db.sqlfiles import functions_as_of, load_frozen_sql, load_sql
 
 revision = "0009"
 down_revision = "0007"
@@ -26,9 +26,8 @@ depends_on = None
 
 def upgrade() -> None:
     op.execute(load_sql("limits"))
-    op.execute(load_sql("functions"))
-    op.execute(load_frozen_sql("0010_functions"))  # as 0009 had them, before halfvec
-    op.execute(load_frozen_sql("0011_functions"))  # and before compact BM25
+    for statement in functions_as_of(revision):
+        op.execute(statement)
 
 
 def downgrade() -> None:

@@ -25,7 +25,7 @@ rewritten and the indexes are built: minutes for millions of sentences.
 from alembic import op
 from psycopg import sql
 
-from windowrag_pg.db.sqlfiles import load_frozen_sql, load_sql
+from windowrag_pg.db.sqlfiles import functions_as_of, load_frozen_sql
 
 revision = "0010"
 down_revision = "0009"
@@ -48,8 +48,8 @@ COLLECTIONS = "SELECT id, name, dimension FROM windowrag.collections ORDER BY id
 
 def upgrade() -> None:
     _convert("halfvec")
-    op.execute(load_sql("functions"))
-    op.execute(load_frozen_sql("0011_functions"))  # as 0010 had them, before compact BM25
+    for statement in functions_as_of(revision):
+        op.execute(statement)
 
 
 def downgrade() -> None:

@@ -26,7 +26,7 @@ packed, exactly), the table and the counters are dropped, and 0010's functions c
 """
 from alembic import op
 
-from windowrag_pg.db.sqlfiles import load_frozen_sql, load_sql
+from windowrag_pg.db.sqlfiles import functions_as_of, load_frozen_sql
 
 revision = "0011"
 down_revision = "0010"
@@ -96,7 +96,8 @@ ALTER TABLE windowrag.bm25_stats
 def upgrade() -> None:
     op.execute(CREATE_BLOCKS)
     op.execute(PACK_ROWS)
-    op.execute(load_sql("functions"))
+    for statement in functions_as_of(revision):
+        op.execute(statement)
 
 
 def downgrade() -> None:

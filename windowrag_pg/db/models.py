@@ -31,6 +31,7 @@ class Collection(Base):
     ts_config: Mapped[str] = mapped_column(REGCONFIG)
     unit: Mapped[str] = mapped_column(Text, default="sentence")
     chunk_tokens: Mapped[int | None] = mapped_column(Integer)
+    vector_index: Mapped[str] = mapped_column(Text, default="halfvec")  # 'halfvec' or 'binary' (0012)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 

@@ -17,6 +17,11 @@ class CollectionError(ValueError):
 # Embeddings are stored as halfvec and each collection has an HNSW index on them, which pgvector
 # builds for at most 4,000 dimensions (collections.dimension has the same bound, migration 0010).
 MAX_INDEXED_DIMENSION = 4000
+# What a collection's HNSW index is built on (a collection setting, fixed at creation; migration
+# 0012): "halfvec", the embeddings themselves; "binary", their sign bits (binary_quantize), with
+# the nearest re-ranked by the stored halfvec: ~760 fewer bytes a sentence at 384-d for a
+# slower dense search at equal recall (docs/performance.md).
+VECTOR_INDEXES = ("halfvec", "binary")
 
 
 def check_dimension(embedding_model: str, dimension: int) -> int:
@@ -39,6 +44,7 @@ class Collection:
     ts_config: str
     unit: str
     chunk_tokens: int | None
+    vector_index: str = "halfvec"  # VECTOR_INDEXES
 
 
 def check_collection_name(name: object) -> str:
@@ -74,6 +80,7 @@ def ensure_collection(
     chunk_tokens: int | None = None,
     tenant: str | None = None,
     index: bool = True,
+    vector_index: str | None = None,
 ) -> Collection:
     """Get or create NAME; refuse a model, dimension or unit other than the collection's own.
 
@@ -83,9 +90,11 @@ def ensure_collection(
     """
     check_collection_name(name)
     check_dimension(embedding_model, dimension)
+    if vector_index is not None and vector_index not in VECTOR_INDEXES:
+        raise CollectionError(f"vector_index must be one of {', '.join(VECTOR_INDEXES)}, not {vector_index!r}")
     if conn.execute(load_sql("get_collection"), [name]).fetchone() is None:
         _create_collection(conn, name, [name, embedding_model, dimension, contextual_headers, unit,
-                                        chunk_tokens, tenant or "default"])
+                                        chunk_tokens, tenant or "default", vector_index or "halfvec"])
     collection = get_collection(conn, name)
     if tenant is not None:
         owner = conn.execute(load_sql("collection_tenant"), [collection.id]).fetchone()[0]
@@ -102,6 +111,10 @@ def ensure_collection(
             f"collection {name!r} stores {collection.unit} units (chunk_tokens={collection.chunk_tokens}); "
             f"refusing {unit} units (chunk_tokens={chunk_tokens})"
         )
+    if vector_index is not None and collection.vector_index != vector_index:
+        raise CollectionError(
+            f"collection {name!r} has a {collection.vector_index} vector index, not {vector_index}: "
+            "the index is a collection setting, fixed at creation")
     if collection.contextual_headers != contextual_headers:
         raise CollectionError(
             f"collection {name!r} was built with contextual_headers={collection.contextual_headers}; "
@@ -144,7 +157,8 @@ def collection_sentence_count(conn: psycopg.Connection, collection: Collection) 
 
 
 def _index_statement(collection: Collection, *, concurrently: bool) -> sql.Composed:
-    return sql.SQL(load_sql("collection_index")).format(
+    statement = "collection_index_binary" if collection.vector_index == "binary" else "collection_index"
+    return sql.SQL(load_sql(statement)).format(
         concurrently=sql.SQL("CONCURRENTLY" if concurrently else ""),
         index_name=sql.Identifier(collection_index_name(collection)),
         dimension=sql.Literal(collection.dimension),

@@ -1,0 +1,91 @@
+"""The binary vector index (migration 0012): a collection setting whose HNSW index is on the
+embeddings' sign bits, the nearest by Hamming distance re-ranked by the stored halfvecs."""
+from __future__ import annotations
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from windowrag_pg.db import connection as db
+from windowrag_pg.doctor import run_checks
+from windowrag_pg.ingest import Ingestor
+from windowrag_pg.retrieve.retriever import Retriever
+from windowrag_pg.sources import iter_sources
+from windowrag_pg.store.collections import CollectionError, collection_index_name, get_collection
+
+QUERIES = ["Which information is confidential?", "How long do the obligations last after termination?",
+           "return or destroy documents", "governing law and jurisdiction"]
+EXACT = """
+SELECT s.id FROM windowrag.sentences s JOIN windowrag.collections c ON c.id = s.collection_id
+WHERE c.name = %s ORDER BY s.embedding::halfvec(384) <=> %s::vector::halfvec(384), s.id LIMIT %s
+"""
+
+
+def index_definition(conn, name: str) -> str:
+    index = collection_index_name(get_collection(conn, name))
+    return conn.execute("SELECT pg_get_indexdef(to_regclass(%s))", [f"windowrag.{index}"]).fetchone()[0]
+
+
+@pytest.fixture(scope="module")
+def binary_collection(db_url, embedder, eval_dir) -> str:
+    sources = list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:12]
+    with db.connect(db_url, autocommit=True) as conn:
+        report = Ingestor(conn, collection="binary_module", embedder=embedder, vector_index="binary").ingest(sources)
+    assert report.bulk and not report.errors
+    return "binary_module"
+
+
+def test_the_index_is_on_the_sign_bits_and_dense_search_reranks_exactly(conn, embedder, binary_collection):
+    assert "binary_quantize(embedding))::bit(384)) bit_hamming_ops" in index_definition(conn, binary_collection)
+    assert get_collection(conn, binary_collection).vector_index == "binary"
+    size = conn.execute("SELECT count(*) FROM windowrag.sentences s JOIN windowrag.collections c"
+                        " ON c.id = s.collection_id WHERE c.name = %s", [binary_collection]).fetchone()[0]
+    assert size > 600
+    for query in QUERIES:
+        vector = embedder.embed_query(query).tolist()
+        # a candidate pool as large as the collection: the re-ranking makes the top 10 exact
+        got = conn.execute("SELECT sentence_id, distance FROM windowrag.dense_search(%s, %s::vector, 10, ef_search => 1000)",
+                           [binary_collection, vector]).fetchall()
+        assert [r[0] for r in got] == [r[0] for r in conn.execute(EXACT, [binary_collection, vector, 10])]
+        assert [r[1] for r in got] == sorted(r[1] for r in got)
+        # the default pool (100 by Hamming distance) still finds most of the exact top 5
+        default = {r[0] for r in conn.execute("SELECT sentence_id FROM windowrag.dense_search(%s, %s::vector, 5)",
+                                              [binary_collection, vector])}
+        assert len(default & {r[0] for r in conn.execute(EXACT, [binary_collection, vector, 5])}) >= 4, query
+    contexts = Retriever(conn, embedder=embedder, collection=binary_collection).search(QUERIES[0], k=3).contexts
+    assert len(contexts) == 3 and all(c.text for c in contexts)
+    assert all(c.ok for c in run_checks(conn) if repr(binary_collection) in c.name)
+
+
+def test_the_setting_is_fixed_at_creation(conn, embedder, binary_collection, collection_name):
+    with pytest.raises(CollectionError, match="binary vector index, not halfvec"):
+        Ingestor(conn, collection=binary_collection, embedder=embedder, vector_index="halfvec")
+    assert Ingestor(conn, collection=binary_collection, embedder=embedder).collection.vector_index == "binary"
+    with pytest.raises(CollectionError, match="vector_index must be one of halfvec, binary, not 'bits'"):
+        Ingestor(conn, collection=collection_name, embedder=embedder, vector_index="bits")
+    assert conn.execute("SELECT count(*) FROM windowrag.collections WHERE name = %s", [collection_name]).fetchone()[0] == 0
+
+
+def test_migration_0012_down_and_up_keeps_every_row(db_url, embedder, eval_dir):
+    name = "binary_migration_test"
+    with psycopg.connect(db_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = psycopg.conninfo.make_conninfo(db_url, dbname=name)
+    sources = list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:3]
+    try:
+        with db.connect(url, autocommit=True) as conn:
+            Ingestor(conn, collection="bits", embedder=embedder, vector_index="binary").ingest(sources)
+            rows = conn.execute("SELECT id, embedding::text, tsv::text FROM windowrag.sentences ORDER BY id").fetchall()
+            db.downgrade(conn, "0011")
+            assert "halfvec_cosine_ops" in conn.execute(
+                "SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+                " WHERE c.relname LIKE 'sentences_embedding_hnsw_c%%'").fetchone()[0]
+            assert conn.execute("SELECT count(*) FROM windowrag.dense_search('bits', %s::vector, 5)",
+                                [embedder.embed_query(QUERIES[0]).tolist()]).fetchone()[0] == 5
+            db.upgrade(conn)
+            assert conn.execute("SELECT vector_index FROM windowrag.collections").fetchone()[0] == "halfvec"
+            assert conn.execute("SELECT id, embedding::text, tsv::text FROM windowrag.sentences ORDER BY id").fetchall() == rows
+    finally:
+        with psycopg.connect(db_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
