@@ -104,9 +104,9 @@ BEGIN
                      LIMIT q.list_length)
                     UNION ALL
                     SELECT u.sentence_id, u.impact
-                    FROM (SELECT b.sentence_ids, b.impacts FROM windowrag.bm25_blocks b
-                          WHERE b.collection_id = cid AND b.lexeme = q.lexeme
-                          ORDER BY b.block
+                    FROM (SELECT blk.sentence_ids, blk.impacts FROM windowrag.bm25_blocks blk
+                          WHERE blk.collection_id = cid AND blk.lexeme = q.lexeme
+                          ORDER BY blk.block
                           LIMIT (q.list_length + 127) / 128) bl,  -- 128 postings a block
                          unnest(bl.sentence_ids, bl.impacts) AS u (sentence_id, impact)
                 ) x) t  -- (up to 127 postings past list_length from the last block: more candidates, no sort)

@@ -22,6 +22,7 @@ from windowrag_pg.ingest import Ingestor
 from windowrag_pg.pipeline import Pipeline
 from windowrag_pg.retrieve.retriever import Retriever
 from windowrag_pg.sources import SourceDocument
+from windowrag_pg.store.bm25 import rebuild_bm25
 from windowrag_pg.store.collections import CollectionError, get_collection, list_collection_stats
 from windowrag_pg.store.writer import delete_document
 
@@ -35,6 +36,7 @@ LOGIN_ROLES = (WRITER_A, WRITER_B, READER_A, SERVICE, STRANGER)
 DANGLING = "wrtest_no_such_role"    # a tenant_roles row naming a role that does not exist
 
 TABLES = ("collections", "documents", "sections", "sentences", "bm25_stats", "bm25_terms", "bm25_postings")
+DATA_TABLES = (*TABLES, "bm25_blocks")  # TABLES are 0002's; bm25_blocks came with 0011
 
 DOCS_A = [
     SourceDocument(external_id="a-handbook", format="markdown", title="Alpha handbook", text=(
@@ -81,7 +83,7 @@ class Tenancy:
 
 def _collection_counts(owner: psycopg.Connection, collection_id: int) -> dict[str, int]:
     counts = {"collections": 1}
-    for table in ("documents", "sentences", "bm25_stats", "bm25_terms", "bm25_postings"):
+    for table in ("documents", "sentences", "bm25_stats", "bm25_terms", "bm25_postings", "bm25_blocks"):
         counts[table] = owner.execute(
             sql.SQL("SELECT count(*) FROM windowrag.{} WHERE collection_id = %s").format(sql.Identifier(table)),
             [collection_id]).fetchone()[0]
@@ -116,7 +118,10 @@ def tenancy(db_url, embedder):
         _create_login_role(owner, STRANGER, "windowrag_reader")
 
         for name, docs in ((name_a, DOCS_A), (name_b, DOCS_B)):
-            report = Ingestor(owner, collection=name, embedder=embedder).ingest(docs)
+            # the first documents packed into BM25 blocks, the last as posting rows: both kinds
+            report = Ingestor(owner, collection=name, embedder=embedder).ingest(docs[:-1])
+            rebuild_bm25(owner, get_collection(owner, name))
+            report.added += Ingestor(owner, collection=name, embedder=embedder).ingest(docs[-1:]).added
             assert not report.errors and report.added == len(docs)
         owner.execute("UPDATE windowrag.collections SET tenant = %s WHERE name = %s", [tenant_a, name_a])
         owner.execute("UPDATE windowrag.collections SET tenant = %s WHERE name = %s", [tenant_b, name_b])
@@ -143,7 +148,7 @@ def tenancy(db_url, embedder):
                 "WHERE d.collection_id = %s", [id_b])],
             external_ids_a={d.external_id for d in DOCS_A},
         )
-        assert state.counts_b["sentences"] > 0 and state.counts_b["bm25_postings"] > 0
+        assert state.counts_b["sentences"] > 0 and state.counts_b["bm25_postings"] > 0 and state.counts_b["bm25_blocks"] > 0
         # sections take their document's collection (trigger), also when written by COPY
         assert owner.execute("SELECT count(*) FROM windowrag.sections s JOIN windowrag.documents d"
                              " ON d.id = s.document_id WHERE s.collection_id <> d.collection_id").fetchone()[0] == 0
@@ -161,7 +166,7 @@ def tenancy(db_url, embedder):
 
 def _visible_counts(conn: psycopg.Connection) -> dict[str, int]:
     return {table: conn.execute(sql.SQL("SELECT count(*) FROM windowrag.{}").format(sql.Identifier(table))).fetchone()[0]
-            for table in TABLES}
+            for table in DATA_TABLES}
 
 
 def _rows_of_b(conn: psycopg.Connection, t: Tenancy) -> dict[str, int]:
@@ -174,7 +179,7 @@ def _rows_of_b(conn: psycopg.Connection, t: Tenancy) -> dict[str, int]:
             "SELECT count(*) FROM windowrag.sections WHERE id = ANY (%s) OR document_id = ANY (%s) OR collection_id = %s",
             [t.sections_b, t.documents_b, t.id_b]).fetchone()[0],
     }
-    for table in ("documents", "sentences", "bm25_stats", "bm25_terms", "bm25_postings"):
+    for table in ("documents", "sentences", "bm25_stats", "bm25_terms", "bm25_postings", "bm25_blocks"):
         counts[table] = conn.execute(
             sql.SQL("SELECT count(*) FROM windowrag.{} WHERE collection_id = %s").format(sql.Identifier(table)),
             [t.id_b]).fetchone()[0]
@@ -323,9 +328,9 @@ def test_set_windowrag_tenant_does_not_escalate_a_plain_role(tenancy, embedder):
             _assert_no_rows_of_b(conn, tenancy)
     with tenancy.connect(STRANGER) as conn:
         assert conn.execute("SELECT windowrag.current_tenants()").fetchone()[0] == []
-        assert _visible_counts(conn) == dict.fromkeys(TABLES, 0)
+        assert _visible_counts(conn) == dict.fromkeys(DATA_TABLES, 0)
         conn.execute(sql.SQL("SET windowrag.tenant = {}").format(sql.Literal(tenancy.tenant_a)))
-        assert _visible_counts(conn) == dict.fromkeys(TABLES, 0)
+        assert _visible_counts(conn) == dict.fromkeys(DATA_TABLES, 0)
         with pytest.raises(CollectionError):
             Retriever(conn, embedder=embedder, collection=tenancy.name_a).search(SHARED)
 
@@ -335,7 +340,7 @@ def test_service_role_sees_exactly_the_tenant_it_sets(tenancy, embedder):
     with tenancy.connect(SERVICE) as conn:
         # no tenant chosen: nothing
         assert conn.execute("SELECT windowrag.current_tenants()").fetchone()[0] == []
-        assert _visible_counts(conn) == dict.fromkeys(TABLES, 0)
+        assert _visible_counts(conn) == dict.fromkeys(DATA_TABLES, 0)
 
         conn.execute(sql.SQL("SET windowrag.tenant = {}").format(sql.Literal(tenancy.tenant_b)))
         assert _visible_counts(conn) == tenancy.counts_b
@@ -344,7 +349,7 @@ def test_service_role_sees_exactly_the_tenant_it_sets(tenancy, embedder):
         with pytest.raises(errors.UndefinedObject):
             conn.execute("SELECT * FROM windowrag.bm25_search(%s, %s)", [tenancy.name_a, SHARED])
         conn.execute("RESET windowrag.tenant")
-        assert _visible_counts(conn) == dict.fromkeys(TABLES, 0)
+        assert _visible_counts(conn) == dict.fromkeys(DATA_TABLES, 0)
 
         # per request, transaction-scoped (what a pooled service should do)
         for tenant, name, query in ((tenancy.tenant_a, tenancy.name_a, SHARED), (tenancy.tenant_b, tenancy.name_b, SECRET)):
@@ -358,7 +363,7 @@ def test_service_role_sees_exactly_the_tenant_it_sets(tenancy, embedder):
                 with pytest.raises(CollectionError):
                     get_collection(conn, other)
         assert conn.execute("SELECT windowrag.current_tenants()").fetchone()[0] == []
-        assert _visible_counts(conn) == dict.fromkeys(TABLES, 0)
+        assert _visible_counts(conn) == dict.fromkeys(DATA_TABLES, 0)
 
         with conn.transaction():
             conn.execute("SELECT set_config('windowrag.tenant', %s, true)", [tenancy.tenant_a])
@@ -369,7 +374,7 @@ def test_service_role_sees_exactly_the_tenant_it_sets(tenancy, embedder):
 def test_owner_bypasses_row_level_security(tenancy, conn):
     # the library's own admin connection (table owner / superuser) sees every tenant
     counts = _visible_counts(conn)
-    for table in TABLES:
+    for table in DATA_TABLES:
         assert counts[table] >= tenancy.counts_a[table] + tenancy.counts_b[table]
 
 

@@ -1,8 +1,10 @@
 """Ingestion: source → parse → split → embed → store, one document per transaction.
 
-Two paths with the same rows: incremental (each document goes into the collection's HNSW index as
-it is written) and bulk (the index is dropped, the documents are written, still one transaction
-each, and the index is built once at the end: several times faster on a large load).
+Two paths with the same rows: incremental (each document goes into the collection's HNSW index and
+its BM25 statistics as it is written; the postings are packed into blocks once enough piled up) and
+bulk (the index is dropped, the documents are written, still one transaction each, with the BM25
+triggers deferred; at the end the BM25 statistics are counted and packed set-based and the index
+is built once: several times faster on a large load).
 
 Orchestration only: each stage is a pure function elsewhere (parse, split, embed), and the
 database is touched through windowrag_pg.store.writer.
