@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from windowrag_pg.db.sqlfiles import load_sql
+from windowrag_pg.doctor import repair_bm25, run_checks
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.sources import SourceDocument
 from windowrag_pg.store.bm25 import pack_due, pack_if_due, rebuild_bm25
@@ -118,3 +119,21 @@ def test_a_bulk_write_defers_the_statistics_and_the_rebuild_counts_them(conn, em
     rebuild_bm25(conn, collection)
     assert mismatches(conn, collection_name) == (0, 0, 0)
     assert counters(conn, collection_name)[0] == 0
+
+
+def test_doctor_reports_posting_rows_due_and_fix_packs_them(conn, embedder, collection_name):
+    """A tenant role's ingests never pack; doctor names a collection whose rows are due (here the
+    counter is raised by hand: 50,000 postings would take thousands of sentences) and --fix packs."""
+    Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest(port_documents(2))
+    collection = get_collection(conn, collection_name)
+    check_name = f"BM25 postings of {collection_name!r} packed"
+    [check] = [c for c in run_checks(conn) if c.name == check_name]
+    assert check.ok and " as rows" in check.detail
+    conn.execute("UPDATE windowrag.bm25_stats SET pending_postings = pending_postings + 60000 WHERE collection_id = %s",
+                 [collection.id])
+    [check] = [c for c in run_checks(conn) if c.name == check_name]
+    assert not check.ok and "doctor --fix" in check.fix
+    assert collection_name in repair_bm25(conn)
+    assert counters(conn, collection_name)[:2] == (0, 0)
+    assert all(c.ok for c in run_checks(conn) if repr(collection_name) in c.name)
+    assert collection_name not in repair_bm25(conn)

@@ -143,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="check the server, pgvector, indexes and BM25 statistics")
     p.add_argument("--fix", action="store_true",
                    help="build each collection's missing or invalid HNSW index (left by an interrupted bulk load) "
-                        "with CREATE INDEX CONCURRENTLY, recount BM25 statistics that disagree with the sentences, "
+                        "with CREATE INDEX CONCURRENTLY, recount BM25 statistics that disagree with the sentences "
+                        "and pack posting rows that are due, "
                         "then check again")
     p.set_defaults(handler=cmd_doctor)
 
@@ -422,7 +423,7 @@ def cmd_doctor(args) -> int:
             for name in repair_indexes(conn):
                 console.print(f"fixed HNSW index of {name!r}: built")
             for name in repair_bm25(conn):
-                console.print(f"fixed BM25 statistics of {name!r}: recounted")
+                console.print(f"fixed BM25 statistics of {name!r}: recounted and packed")
         checks = run_checks(conn)
     for check in checks:
         mark = "[green]ok[/green]  " if check.ok else "[red]FAIL[/red]"

@@ -10,7 +10,7 @@ from psycopg import sql
 
 from .db import connection as db
 from .db.sqlfiles import load_sql
-from .store.bm25 import rebuild_bm25
+from .store.bm25 import pack_due, rebuild_bm25
 from .store.collections import (
     Collection, build_collection_index, collection_index_name, collection_index_state, get_collection,
 )
@@ -92,13 +92,24 @@ def repair_indexes(conn: psycopg.Connection) -> list[str]:
 
 def repair_bm25(conn: psycopg.Connection) -> list[str]:
     """Recount and pack the BM25 statistics and postings of every collection that disagrees with
-    a full recount (windowrag.bm25_rebuild); the names of the collections repaired."""
+    a full recount, or whose posting rows are due to be packed (tenant roles' ingests never pack);
+    windowrag.bm25_rebuild. The names of the collections repaired."""
     repaired = []
     for name, stats, terms, postings in conn.execute(load_sql("bm25_consistency")).fetchall():
-        if stats or terms or postings:
-            rebuild_bm25(conn, get_collection(conn, name))
+        collection = get_collection(conn, name)
+        if stats or terms or postings or _pack_counts(conn, collection)[0]:
+            rebuild_bm25(conn, collection)
             repaired.append(name)
     return repaired
+
+
+def _pack_counts(conn, collection: Collection) -> tuple[bool, str]:
+    """Whether the collection's posting rows are due to be packed, and what the counters say."""
+    row = conn.execute(load_sql("bm25_pack_due"), [collection.id]).fetchone()
+    if row is None:
+        return False, "no postings"
+    pending, stale, packed = row
+    return pack_due(pending, stale, packed), f"{packed:,} packed, {pending:,} as rows, {stale:,} stale"
 
 
 def _dense_plan(conn, collection: Collection, index: str) -> Check:
@@ -134,4 +145,7 @@ def _bm25(conn) -> list[Check]:
                             "consistent with a full recount" if ok else
                             f"mismatches: stats {stats}, terms {terms}, postings {postings}",
                             "" if ok else "windowrag doctor --fix (recounts them: windowrag.bm25_rebuild)"))
+        due, counts = _pack_counts(conn, get_collection(conn, name))
+        checks.append(Check(f"BM25 postings of {name!r} packed", not due, counts,
+                            "windowrag doctor --fix (packs them: windowrag.bm25_rebuild)" if due else ""))
     return checks
