@@ -321,7 +321,7 @@ def recall(wr, bare, plan: Plan, qvecs: np.ndarray) -> dict[int, tuple[float, fl
     row_of = windowrag_row_of(wr, plan)
     result = {}
     for ef in (EF_DEFAULT, 200, 400):
-        bare.execute(f"SET hnsw.ef_search = {int(ef)}")
+        bare.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(int(ef))])
         found_wr, found_bare = [], []
         for vec in qvecs:
             found_wr.append({row_of[r[0]] for r in wr.execute(
@@ -329,7 +329,7 @@ def recall(wr, bare, plan: Plan, qvecs: np.ndarray) -> dict[int, tuple[float, fl
             found_bare.append({r[0] - 1 for r in bare.execute(BARE_TOP, {"e": vec}).fetchall()})  # id = row + 1
         result[ef] = tuple(float(np.mean([len(f & t) / K for f, t in zip(found, truth)]))
                            for found in (found_wr, found_bare))
-    bare.execute(f"SET hnsw.ef_search = {EF_DEFAULT}")
+    bare.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(EF_DEFAULT)])
     return result
 
 
@@ -415,7 +415,7 @@ def main() -> None:
         sizes = {"windowrag-pg": relation_bytes(wr, "windowrag"), "bare SQL": relation_bytes(bare, "public")}
         settings = q.settings_table(wr)
 
-        bare.execute(f"SET hnsw.ef_search = {EF_DEFAULT}")
+        bare.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(EF_DEFAULT)])
         loads["before queries"] = q.uptime()
         conns = dict(zip(STATEMENTS, (bare, wr, wr)))
         times = interleaved_latency(conns, queries, qvecs, args.warmup)

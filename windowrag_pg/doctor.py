@@ -10,7 +10,7 @@ from psycopg import sql
 
 from .db import connection as db
 from .db.sqlfiles import load_sql
-from .store.bm25 import pack_due, rebuild_bm25
+from .store.bm25 import pack_counts, pack_due, rebuild_bm25
 from .store.collections import (
     Collection, build_collection_index, collection_index_name, collection_index_state, get_collection,
 )
@@ -105,10 +105,10 @@ def repair_bm25(conn: psycopg.Connection) -> list[str]:
 
 def _pack_counts(conn, collection: Collection) -> tuple[bool, str]:
     """Whether the collection's posting rows are due to be packed, and what the counters say."""
-    row = conn.execute(load_sql("bm25_pack_due"), [collection.id]).fetchone()
-    if row is None:
+    counts = pack_counts(conn, collection)
+    if counts is None:
         return False, "no postings"
-    pending, stale, packed = row
+    pending, stale, packed = counts
     return pack_due(pending, stale, packed), f"{packed:,} packed, {pending:,} as rows, {stale:,} stale"
 
 

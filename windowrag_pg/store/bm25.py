@@ -5,10 +5,14 @@ posting of the collection into impact-ordered blocks, so it is worth running whe
 a sizeable share of what is packed."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import psycopg
 
 from ..db.sqlfiles import load_sql
-from .collections import Collection
+
+if TYPE_CHECKING:  # store.collections calls rebuild_bm25 after a bulk load
+    from .collections import Collection
 
 # Pack when the posting rows (and stale packed postings of deleted sentences) reach this share
 # of the packed postings, and at least PACK_MIN_POSTINGS: a pack rewrites the whole collection,
@@ -32,10 +36,16 @@ def rebuild_bm25(conn: psycopg.Connection, collection: Collection) -> int:
         return conn.execute(load_sql("bm25_rebuild"), [collection.id]).fetchone()[0]
 
 
+def pack_counts(conn: psycopg.Connection, collection: Collection) -> tuple[int, int, int] | None:
+    """The collection's posting counters: (as rows, stale, packed); None before its first posting."""
+    row = conn.execute(load_sql("bm25_pack_due"), [collection.id]).fetchone()
+    return None if row is None else tuple(row)
+
+
 def pack_if_due(conn: psycopg.Connection, collection: Collection) -> bool:
     """Pack the collection when pack_due says so; True when it did."""
-    row = conn.execute(load_sql("bm25_pack_due"), [collection.id]).fetchone()
-    if row is None or not pack_due(*row):
+    counts = pack_counts(conn, collection)
+    if counts is None or not pack_due(*counts):
         return False
     rebuild_bm25(conn, collection)
     return True

@@ -8,6 +8,7 @@ from psycopg import sql
 
 from ..db.sqlfiles import load_sql
 from ..limits import problem
+from .bm25 import rebuild_bm25
 
 
 class CollectionError(ValueError):
@@ -238,7 +239,7 @@ def build_collection_index(conn: psycopg.Connection, collection: Collection) -> 
     try:
         # the other half of a bulk load's end: its triggers deferred the BM25 statistics and
         # postings (an interrupted load too: this is also its repair)
-        conn.execute(load_sql("bm25_rebuild"), [collection.id])
+        rebuild_bm25(conn, collection)
         conn.execute(_index_statement(collection, concurrently=True))
     finally:
         if not conn.closed and not conn.broken:
