@@ -71,12 +71,15 @@ def index_state(conn, name: str) -> str:
 
 
 def dense_plan(conn, name: str) -> str:
-    """EXPLAIN of a dense top-10 on the collection with sequential scans discouraged: names the
-    collection's HNSW index when it is there and valid."""
+    """EXPLAIN of a dense top-10 on the collection with sequential scans and sorts discouraged
+    (a small collection's rows can otherwise be sorted by distance through the collection_id
+    btree, depending on what else the table holds): names the collection's HNSW index when it is
+    there and valid."""
     collection = get_collection(conn, name)
     probe = "[" + ",".join(["0"] * (collection.dimension - 1) + ["1"]) + "]"
     with conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")
+        conn.execute("SET LOCAL enable_sort = off")
         rows = conn.execute(
             f"EXPLAIN SELECT id FROM windowrag.sentences WHERE collection_id = {collection.id}"
             f" ORDER BY embedding::halfvec({collection.dimension}) <=> '{probe}'::halfvec({collection.dimension}) LIMIT 10"
