@@ -1,8 +1,8 @@
 -- BM25 statistics against a full recount from the sentences: one row per collection with the
 -- number of mismatches in each table (all zeros = consistent). Postings: each (lexeme,
 -- sentence) of the sentences' tsvectors must be stored exactly once, as a row or packed in a
--- block (packed postings of deleted sentences are skipped, as queries skip them), rows with
--- the right tf and length.
+-- block (packed postings of deleted sentences are skipped, as queries skip them), with the
+-- right tf and length.
 WITH recount_stats AS (
     SELECT collection_id, count(*) AS n, coalesce(sum(bm25_length), 0) AS len
     FROM windowrag.sentences GROUP BY collection_id
@@ -15,8 +15,8 @@ WITH recount_stats AS (
 ), stored_postings AS (
     SELECT p.collection_id, p.lexeme, p.sentence_id, p.tf, p.doc_length FROM windowrag.bm25_postings p
     UNION ALL
-    SELECT b.collection_id, b.lexeme, u.sentence_id, NULL, NULL
-    FROM windowrag.bm25_blocks b, unnest(b.sentence_ids) u (sentence_id)
+    SELECT b.collection_id, b.lexeme, u.sentence_id, u.tf, u.doc_length
+    FROM windowrag.bm25_blocks b, unnest(b.sentence_ids, b.tfs, b.lengths) u (sentence_id, tf, doc_length)
     WHERE EXISTS (SELECT 1 FROM windowrag.sentences s WHERE s.id = u.sentence_id)
 )
 SELECT c.name,
@@ -29,7 +29,7 @@ SELECT c.name,
        (SELECT count(*) FROM recount_postings r FULL JOIN stored_postings p USING (collection_id, lexeme, sentence_id)
          WHERE coalesce(r.collection_id, p.collection_id) = c.id
            AND (r.sentence_id IS NULL OR p.sentence_id IS NULL
-                OR (p.tf IS NOT NULL AND (r.tf <> p.tf OR r.bm25_length <> p.doc_length))))
+                OR r.tf <> p.tf OR r.bm25_length <> p.doc_length))
        + (SELECT count(*) - count(DISTINCT (p.lexeme, p.sentence_id)) FROM stored_postings p
            WHERE p.collection_id = c.id) AS posting_mismatches
 FROM windowrag.collections c

@@ -42,13 +42,16 @@ $$;
 -- Query terms are OR-ed and counted once. Scores are rounded to 1e-9: a float sum depends on
 -- the order of its terms (which the plan decides), and equal scores must compare equal so that
 -- the tie-break (sentence id) makes the ranking deterministic.
--- Without a document filter (top-k over the whole collection), two phases bound the work:
--- each query term's strongest postings (impact order; all of them up to per_term_limit, a longer
--- list cut in proportion to the term's idf) give each candidate a lower bound of its
--- score; the shortlist_size best candidates (default max(4·n, 200)) are then scored exactly from
--- their tsvectors. Returned scores are always exact; the ranking can differ from scoring every
--- matching sentence only for sentences the lower bounds left out (docs/performance.md measures
--- it: agreement with exhaustive scoring, and what it costs the hybrid ranking).
+-- Without a document filter (top-k over the whole collection) each posting carries its tf and
+-- sentence length (migration 0013), so every posting read adds its exact part of a score.
+-- A query term with at most per_term_limit postings is read whole; when every query term is
+-- (and no packed posting belongs to a deleted sentence), the sums are the exact scores of every
+-- matching sentence and the top n is returned from them. Otherwise a longer list is cut to its
+-- strongest postings (impact order; in proportion to the term's idf), the sums are lower bounds,
+-- and the shortlist_size best candidates (default max(4·n, 200)) are scored exactly from their
+-- tsvectors. Returned scores are always exact; the ranking can differ from scoring every
+-- matching sentence only when a list was cut (docs/performance.md measures it: agreement with
+-- exhaustive scoring, and what it costs the hybrid ranking).
 -- With a filter, every matching sentence of those documents is scored exactly (GIN).
 CREATE OR REPLACE FUNCTION windowrag.bm25_search(
     collection text, query_text text, n integer DEFAULT 50,
@@ -64,72 +67,89 @@ DECLARE
     lexemes text[];
     n_sentences float8;
     avg_length float8;
+    stale bigint;
+    term_lexemes text[];
+    term_dfs integer[];
+    exact_sums boolean;
 BEGIN
     PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, n => n);
     SELECT c.ts_config INTO config FROM windowrag.collections c WHERE c.id = cid;
     lexemes := windowrag.query_lexemes(config, query_text);
-    SELECT s.n_sentences, s.total_length::float8 / nullif(s.n_sentences, 0)
-      INTO n_sentences, avg_length
+    SELECT s.n_sentences, s.total_length::float8 / nullif(s.n_sentences, 0), s.stale_postings
+      INTO n_sentences, avg_length, stale
       FROM windowrag.bm25_stats s WHERE s.collection_id = cid;
     IF cardinality(lexemes) = 0 OR coalesce(n_sentences, 0) = 0 OR n <= 0 THEN
         RETURN;
     END IF;
     IF document_ids IS NULL THEN
+        SELECT array_agg(t.lexeme), array_agg(t.df) INTO term_lexemes, term_dfs
+        FROM windowrag.bm25_terms t
+        WHERE t.collection_id = cid AND t.lexeme = ANY (lexemes);
+        IF term_lexemes IS NULL THEN
+            RETURN;
+        END IF;
+        -- every list read whole and none holds a deleted sentence: phase 1 is the exact answer
+        exact_sums := stale = 0 AND (SELECT max(df) FROM unnest(term_dfs) df) <= per_term_limit;
         RETURN QUERY
         WITH terms AS (
             SELECT t.lexeme, t.df, ln(1 + (n_sentences - t.df + 0.5) / (t.df + 0.5)) AS idf
-            FROM windowrag.bm25_terms t
-            WHERE t.collection_id = cid AND t.lexeme = ANY (lexemes)
+            FROM unnest(term_lexemes, term_dfs) AS t (lexeme, df)
         ), q AS (
-            -- a term with at most per_term_limit postings is read whole (its part of every score
-            -- is then exact; the limit, not df, as packed lists may still hold postings of deleted
-            -- sentences); a longer list is cut at a length that follows the term's share of the
-            -- score: per_term_limit for the rarest query term, half as many at half its idf
+            -- a term with at most per_term_limit postings is read whole (NULL: no limit; packed
+            -- lists may also hold postings of deleted sentences); a longer list is cut at a
+            -- length that follows the term's share of the score: per_term_limit for the rarest
+            -- query term, half as many at half its idf
             SELECT terms.lexeme, terms.idf,
-                   CASE WHEN terms.df <= per_term_limit THEN per_term_limit
+                   CASE WHEN terms.df <= per_term_limit THEN NULL
                         ELSE greatest(n, ceil(per_term_limit * terms.idf / max(terms.idf) OVER ()))::bigint
                    END AS list_length  -- never below n: n matching sentences give n results
             FROM terms
         ), top AS (
-            -- phase 1: each term's strongest postings with their impacts (idf-free BM25 weights
-            -- at the average length of when they were stored), read from the term's packed
-            -- blocks (impact order: block 0 holds the strongest) and from the postings written
-            -- since the last pack ...
-            SELECT t.sentence_id, q.idf * t.impact AS w
+            -- phase 1: each term's strongest postings, each with its exact part of the score,
+            -- read from the term's packed blocks (impact order: block 0 holds the strongest)
+            -- and from the postings written since the last pack ...
+            SELECT t.sentence_id,
+                   q.idf * windowrag.bm25_term_weight(t.tf, t.doc_length, avg_length, k1, b) AS w
             FROM q CROSS JOIN LATERAL (
-                SELECT x.sentence_id, x.impact FROM (
-                    (SELECT p.sentence_id, p.impact FROM windowrag.bm25_postings p
+                SELECT x.sentence_id, x.tf, x.doc_length FROM (
+                    (SELECT p.sentence_id, p.tf, p.doc_length FROM windowrag.bm25_postings p
                      WHERE p.collection_id = cid AND p.lexeme = q.lexeme
                      ORDER BY p.impact DESC
                      LIMIT q.list_length)
                     UNION ALL
-                    SELECT u.sentence_id, u.impact
-                    FROM (SELECT blk.sentence_ids, blk.impacts FROM windowrag.bm25_blocks blk
+                    SELECT u.sentence_id, u.tf, u.doc_length
+                    FROM (SELECT blk.sentence_ids, blk.tfs, blk.lengths FROM windowrag.bm25_blocks blk
                           WHERE blk.collection_id = cid AND blk.lexeme = q.lexeme
                           ORDER BY blk.block
                           LIMIT (q.list_length + 127) / 128) bl,  -- 128 postings a block
-                         unnest(bl.sentence_ids, bl.impacts) AS u (sentence_id, impact)
+                         unnest(bl.sentence_ids, bl.tfs, bl.lengths) AS u (sentence_id, tf, doc_length)
                 ) x) t  -- (up to 127 postings past list_length from the last block: more candidates, no sort)
         ), shortlist AS (
-            -- ... summed into an estimate of each candidate's score (a lower bound up to the drift
-            -- of the average length); the best shortlist_size candidates go on to exact scoring.
-            -- Packed postings of deleted sentences are still listed until the next pack: the
-            -- join with the sentences below drops them.
-            SELECT top.sentence_id
+            -- ... summed per sentence: its exact score when exact_sums, otherwise a lower bound
+            -- (the parts of cut lists not read are missing); the best shortlist_size go on.
+            -- (Rounded below, not here: float8 -> numeric costs ~1 µs, and there may be
+            -- thousands of sums. The shortlist holds the top n by the rounded scores unless
+            -- more than shortlist_size - n sums tie with the n-th within 1e-9.)
+            SELECT top.sentence_id, sum(top.w) AS w
             FROM top
             GROUP BY top.sentence_id
             ORDER BY sum(top.w) DESC, top.sentence_id
             LIMIT coalesce(shortlist_size, greatest(4 * n, 200))
         ), scored AS (
+            SELECT sl.sentence_id, round(sl.w::numeric, 9)::float8 AS score
+            FROM shortlist sl
+            WHERE exact_sums
+            UNION ALL
             -- phase 2: exact scores from each candidate's own tsvector (one row fetch per
-            -- candidate; cheaper than a posting probe per candidate and term on long queries)
+            -- candidate; the join also drops packed postings of deleted sentences)
             SELECT sl.sentence_id,
                    round(sum(q.idf * windowrag.bm25_term_weight(cardinality(u.positions), s.bm25_length,
-                                                                avg_length, k1, b))::numeric, 9)::float8 AS score
+                                                                avg_length, k1, b))::numeric, 9)::float8
             FROM shortlist sl
             JOIN windowrag.sentences s ON s.id = sl.sentence_id
             CROSS JOIN LATERAL unnest(s.tsv) u
             JOIN q ON q.lexeme = u.lexeme
+            WHERE NOT exact_sums
             GROUP BY sl.sentence_id
         )
         SELECT sc.sentence_id, sc.score, (row_number() OVER (ORDER BY sc.score DESC, sc.sentence_id))::integer
@@ -562,9 +582,11 @@ BEGIN
     ORDER BY s.document_id, s.ordinal;
 END $$;
 
--- BM25 maintenance (migration 0011). Postings live in two places: windowrag.bm25_blocks, each
--- term's postings packed 128 to a row in impact order (block 0 the strongest; ~12 bytes a
--- posting instead of ~250 as rows with two btrees), and windowrag.bm25_postings, one row each,
+-- BM25 maintenance (migrations 0011, 0013). Postings live in two places: windowrag.bm25_blocks,
+-- each term's postings packed 128 to a row in impact order (block 0 the strongest; a posting is
+-- its sentence id, tf and sentence length, ~14 bytes, instead of ~250 as a row with two btrees;
+-- the impact, the weight at the then average length, only orders them), and
+-- windowrag.bm25_postings, one row each,
 -- for the sentences written since the collection was last packed. bm25_search reads both.
 -- The statement triggers on windowrag.sentences keep the statistics (bm25_stats, bm25_terms)
 -- exact and transactional and write the new postings as rows; windowrag.bm25_rebuild packs.
@@ -666,10 +688,10 @@ BEGIN
     SELECT greatest(s.total_length::float8 / nullif(s.n_sentences, 0), 1.0) INTO avg_length
     FROM windowrag.bm25_stats s WHERE s.collection_id = cid;
 
-    INSERT INTO windowrag.bm25_blocks (collection_id, lexeme, block, max_impact, sentence_ids, impacts)
+    INSERT INTO windowrag.bm25_blocks (collection_id, lexeme, block, max_impact, sentence_ids, tfs, lengths)
     SELECT cid, p.lexeme, (p.rn - 1) / 128, max(p.impact),
-           array_agg(p.sentence_id ORDER BY p.rn), array_agg(p.impact ORDER BY p.rn)
-    FROM (SELECT u.lexeme, x.id AS sentence_id, w.impact,
+           array_agg(p.sentence_id ORDER BY p.rn), array_agg(p.tf ORDER BY p.rn), array_agg(p.bm25_length ORDER BY p.rn)
+    FROM (SELECT u.lexeme, x.id AS sentence_id, cardinality(u.positions)::smallint AS tf, x.bm25_length, w.impact,
                  row_number() OVER (PARTITION BY u.lexeme ORDER BY w.impact DESC, x.id) AS rn
           FROM windowrag.sentences x
           CROSS JOIN LATERAL unnest(x.tsv) u

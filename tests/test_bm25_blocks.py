@@ -3,12 +3,15 @@ written since the last pack; the same exact scores either way (rank-bm25 itself 
 test_retrieval.py, on a collection packed by its bulk load)."""
 from __future__ import annotations
 
+import psycopg
 import pytest
+from psycopg import sql
 
+from windowrag_pg.db import connection as db
 from windowrag_pg.db.sqlfiles import load_sql
 from windowrag_pg.doctor import repair_bm25, run_checks
 from windowrag_pg.ingest import Ingestor
-from windowrag_pg.sources import SourceDocument
+from windowrag_pg.sources import SourceDocument, iter_sources
 from windowrag_pg.store.bm25 import pack_due, pack_if_due, rebuild_bm25
 from windowrag_pg.store.collections import get_collection
 from windowrag_pg.store.writer import delete_document
@@ -31,6 +34,17 @@ def bm25_results(conn, name: str, *, n: int = 20, **options) -> list[list[tuple[
     extra = "".join(f", {key} => {int(value)}" for key, value in options.items())
     return [conn.execute(f"SELECT sentence_id, score FROM windowrag.bm25_search(%s, %s, {n}{extra})",
                          [name, query]).fetchall() for query in QUERIES]
+
+
+# each block of 'crane' with its postings' impacts (the weight at the average length of the pack)
+BLOCK_IMPACTS = """
+SELECT b.block, b.max_impact,
+       array(SELECT windowrag.bm25_term_weight(u.tf, u.length, st.total_length::float8 / st.n_sentences)::real
+             FROM unnest(b.tfs, b.lengths) WITH ORDINALITY u (tf, length, i) ORDER BY u.i),
+       cardinality(b.sentence_ids)
+FROM windowrag.bm25_blocks b JOIN windowrag.bm25_stats st ON st.collection_id = b.collection_id
+WHERE b.collection_id = %s AND b.lexeme = 'crane' ORDER BY b.block
+"""
 
 
 def counters(conn, name: str) -> tuple[int, int, int]:
@@ -69,9 +83,7 @@ def test_packing_keeps_every_score_and_the_order_of_impacts(conn, embedder, coll
         exact = dict(row for rows in before for row in rows)
         assert all(exact.get(sid, score) == pytest.approx(score) for sid, score in got)
 
-    blocks = conn.execute(
-        "SELECT block, max_impact, impacts, cardinality(sentence_ids) FROM windowrag.bm25_blocks"
-        " WHERE collection_id = %s AND lexeme = 'crane' ORDER BY block", [cid]).fetchall()
+    blocks = conn.execute(BLOCK_IMPACTS, [cid]).fetchall()
     assert [b[0] for b in blocks] == [0, 1] and [b[3] for b in blocks] == [128, 52]  # 180 sentences
     impacts = [i for b in blocks for i in b[2]]
     assert impacts == sorted(impacts, reverse=True) and all(b[1] == b[2][0] for b in blocks)
@@ -137,3 +149,72 @@ def test_doctor_reports_posting_rows_due_and_fix_packs_them(conn, embedder, coll
     assert counters(conn, collection_name)[:2] == (0, 0)
     assert all(c.ok for c in run_checks(conn) if repr(collection_name) in c.name)
     assert collection_name not in repair_bm25(conn)
+
+
+SEARCH = "SELECT sentence_id, score FROM windowrag.bm25_search(%s, %s, 200, {docs}, k1 => %s, b => %s)"
+SENTENCE_READS = """SELECT coalesce(sum(idx_scan), 0) + coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables
+                    WHERE relid = 'windowrag.sentences'::regclass"""
+
+
+def test_whole_lists_give_exact_scores_without_reading_the_sentences(conn, embedder, collection_name):
+    """Every query term's list read whole (and no stale posting): the summed postings are the
+    answer, equal to scoring every matching sentence exactly (the document filter's path), for
+    any k1 and b, and no sentence row is read. After a delete, packed postings of the deleted
+    sentences remain: the sentences are read again (phase 2) and the answer stays exact."""
+    Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest(port_documents(15))
+    collection = get_collection(conn, collection_name)
+    rebuild_bm25(conn, collection)
+
+    def compare(k1: float, b: float) -> list[int]:
+        ids = [r[0] for r in conn.execute("SELECT id FROM windowrag.documents WHERE collection_id = %s",
+                                          [collection.id]).fetchall()]
+        reads = []
+        for query in QUERIES:
+            with conn.transaction():
+                before = conn.execute(SENTENCE_READS).fetchone()[0]
+                got = conn.execute(SEARCH.format(docs="NULL"), [collection_name, query, k1, b]).fetchall()
+                reads.append(conn.execute(SENTENCE_READS).fetchone()[0] - before)
+            exhaustive = conn.execute(SEARCH.format(docs="%s"), [collection_name, query, ids, k1, b]).fetchall()
+            assert got == exhaustive and len(got) > 5
+        return reads
+
+    assert compare(1.2, 0.75) == [0] * len(QUERIES)
+    assert compare(0.9, 0.3) == [0] * len(QUERIES)
+    assert delete_document(conn, collection, "port3")
+    assert counters(conn, collection_name)[1] > 0  # stale packed postings
+    assert all(reads > 0 for reads in compare(1.2, 0.75))
+
+
+def test_migration_0013_down_and_up_keeps_every_score(db_url, embedder, eval_dir):
+    """0013 replaced the packed impacts by tf and length: down to 0012 (impacts computed again)
+    and back up, a bulk-loaded (packed) collection gives the same BM25 results at every step."""
+    name = "bm25_exact_migration_test"
+    with psycopg.connect(db_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = psycopg.conninfo.make_conninfo(db_url, dbname=name)
+    sources = list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:12]
+    queries = ["confidential information", "return or destroy all copies", "governing law of the agreement"]
+
+    def results(conn) -> list:
+        return [conn.execute("SELECT sentence_id, score FROM windowrag.bm25_search('nda', %s, 30)", [q]).fetchall()
+                for q in queries]
+    try:
+        with db.connect(url, autocommit=True) as conn:
+            assert not Ingestor(conn, collection="nda", embedder=embedder, bulk=True).ingest(sources).errors
+            assert counters(conn, "nda")[2] > 0 and counters(conn, "nda")[0] == 0  # packed
+            at_head = results(conn)
+            tfs = conn.execute("SELECT lexeme, block, sentence_ids, tfs, lengths FROM windowrag.bm25_blocks"
+                               " ORDER BY 1, 2").fetchall()
+            db.downgrade(conn, "0012")
+            assert results(conn) == at_head
+            assert conn.execute("SELECT count(*) FROM windowrag.bm25_blocks WHERE cardinality(impacts) = 0"
+                                " OR impacts[1] <> max_impact").fetchone()[0] == 0
+            db.upgrade(conn)
+            assert results(conn) == at_head
+            assert conn.execute("SELECT lexeme, block, sentence_ids, tfs, lengths FROM windowrag.bm25_blocks"
+                                " ORDER BY 1, 2").fetchall() == tfs
+            assert mismatches(conn, "nda") == (0, 0, 0)
+    finally:
+        with psycopg.connect(db_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))

@@ -46,7 +46,7 @@ JOIN windowrag.collections c ON c.id = p.collection_id
 WHERE c.name = %s ORDER BY 1, 2, 3
 """
 BLOCKS = """
-SELECT b.lexeme, b.block, b.max_impact, b.impacts,
+SELECT b.lexeme, b.block, b.max_impact, b.tfs, b.lengths,
        array(SELECT d.external_id || ':' || s.ordinal FROM unnest(b.sentence_ids) WITH ORDINALITY u (id, i)
              JOIN windowrag.sentences s ON s.id = u.id JOIN windowrag.documents d ON d.id = s.document_id ORDER BY u.i)
 FROM windowrag.bm25_blocks b JOIN windowrag.collections c ON c.id = b.collection_id

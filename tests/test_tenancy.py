@@ -696,6 +696,9 @@ SELECT jsonb_build_object(
 # columns later revisions added to the 0002 tables
 ADDED_AFTER_0002 = {"collections": ["tenant", "vector_index"], "sections": ["collection_id"],
                     "bm25_stats": ["packed_postings", "pending_postings", "stale_postings"]}
+# a posting's impact only orders a term's postings (scores come from tf and length): the upgrade
+# through 0011 packs the rows and 0013 keeps tf and length, not the impact of the insert time
+NOT_COMPARED = {**ADDED_AFTER_0002, "bm25_postings": ["impact"]}
 
 
 def _all_rows(conn: psycopg.Connection) -> dict[str, list]:
@@ -704,7 +707,7 @@ def _all_rows(conn: psycopg.Connection) -> dict[str, list]:
     for table in TABLES:
         columns = [r[0] for r in conn.execute(
             "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped "
-            "AND attname <> ALL (%s) ORDER BY attnum", [f"windowrag.{table}", ADDED_AFTER_0002.get(table, [])])]
+            "AND attname <> ALL (%s) ORDER BY attnum", [f"windowrag.{table}", NOT_COMPARED.get(table, [])])]
         query = sql.SQL("SELECT {cols} FROM windowrag.{table} ORDER BY 1, 2, 3").format(
             cols=sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c)) for c in columns),
             table=sql.Identifier(table))
@@ -718,13 +721,10 @@ def _all_rows(conn: psycopg.Connection) -> dict[str, list]:
 PACKED_AND_ROWS = """
 SELECT * FROM ({}) r
 UNION ALL
-SELECT b.collection_id::text, b.lexeme, u.sentence_id::text, cardinality(t.positions)::text, s.bm25_length::text,
-       u.impact::text
+SELECT b.collection_id::text, b.lexeme, u.sentence_id::text, u.tf::text, u.length::text
 FROM windowrag.bm25_blocks b
-CROSS JOIN LATERAL unnest(b.sentence_ids, b.impacts) u (sentence_id, impact)
-JOIN windowrag.sentences s ON s.id = u.sentence_id
-CROSS JOIN LATERAL unnest(s.tsv) t
-WHERE t.lexeme = b.lexeme
+CROSS JOIN LATERAL unnest(b.sentence_ids, b.tfs, b.lengths) u (sentence_id, tf, length)
+WHERE EXISTS (SELECT 1 FROM windowrag.sentences s WHERE s.id = u.sentence_id)
 ORDER BY 1, 2, 3
 """
 

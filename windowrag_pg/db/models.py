@@ -118,7 +118,8 @@ class Bm25Posting(Base):
 
 
 class Bm25Block(Base):
-    """A term's postings packed 128 to a row in impact order (migration 0011)."""
+    """A term's postings packed 128 to a row in impact order (migration 0011), each its sentence id,
+    tf and sentence length (migration 0013: the exact BM25 weight at any average length)."""
     __tablename__ = "bm25_blocks"
     __table_args__ = {"schema": SCHEMA}
     collection_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.collections.id", ondelete="CASCADE"),
@@ -127,4 +128,5 @@ class Bm25Block(Base):
     block: Mapped[int] = mapped_column(Integer, primary_key=True)
     max_impact: Mapped[float] = mapped_column(REAL)
     sentence_ids = mapped_column(ARRAY(BigInteger))
-    impacts = mapped_column(ARRAY(REAL))
+    tfs = mapped_column(ARRAY(SmallInteger))
+    lengths = mapped_column(ARRAY(Integer))
