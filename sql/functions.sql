@@ -425,19 +425,25 @@ BEGIN
         END IF;
     END LOOP;
 
-    -- each segment's character range and tokens from one range scan of its sentences
+    -- each segment's character range, tokens and text from one range scan of its sentences:
+    -- the text is the sentences with the gaps between them (the document's own characters,
+    -- migration 0014), so the document's text, compressed and often long, is read only when a
+    -- gap is missing (sentences written before 0014)
     RETURN QUERY
     SELECT (row_number() OVER (ORDER BY g.score DESC, g.ord))::integer,
            g.doc, d.external_id, d.title, sec.heading_path, g.lo, g.hi,
            w.start_char, w.end_char,
-           substr(d.text, w.start_char + 1, w.end_char - w.start_char),
+           CASE WHEN w.gaps_known THEN w.text ELSE substr(d.text, w.start_char + 1, w.end_char - w.start_char) END,
            g.score, w.tokens, g.hits
     FROM unnest(seg_doc, seg_lo, seg_hi, seg_score, seg_section, seg_hits)
          WITH ORDINALITY AS g(doc, lo, hi, score, section, hits, ord)
     JOIN windowrag.documents d ON d.id = g.doc
     JOIN windowrag.sections sec ON sec.id = g.section
     CROSS JOIN LATERAL (
-        SELECT min(s.start_char) AS start_char, max(s.end_char) AS end_char, sum(s.token_count)::integer AS tokens
+        SELECT min(s.start_char) AS start_char, max(s.end_char) AS end_char, sum(s.token_count)::integer AS tokens,
+               string_agg(s.text || CASE WHEN s.ordinal < g.hi THEN coalesce(s.gap, '') ELSE '' END, ''
+                          ORDER BY s.ordinal) AS text,
+               bool_and(s.ordinal = g.hi OR s.gap IS NOT NULL) AS gaps_known
         FROM windowrag.sentences s
         WHERE s.document_id = g.doc AND s.ordinal BETWEEN g.lo AND g.hi
         OFFSET 0) w  -- a fence: one range scan per segment, not a join over the document's sentences

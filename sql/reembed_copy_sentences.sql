@@ -1,9 +1,9 @@
 -- The sentences with their new embeddings (staged by COPY); tsvectors are copied, and the BM25
 -- statistics of the copy are built by the insert trigger.
 INSERT INTO windowrag.sentences (collection_id, document_id, section_id, ordinal, start_char, end_char, kind,
-                                 text, token_count, page, embedding, tsv, bm25_length)
+                                 text, gap, token_count, page, embedding, tsv, bm25_length)
 SELECT %(new_id)s, nd.id, nsec.id, s.ordinal, s.start_char, s.end_char, s.kind,
-       s.text, s.token_count, s.page, st.embedding, s.tsv, s.bm25_length
+       s.text, s.gap, s.token_count, s.page, st.embedding, s.tsv, s.bm25_length
 FROM windowrag.sentences s
 JOIN pg_temp.windowrag_embedding_stage st ON st.id = s.id
 JOIN windowrag.documents od ON od.id = s.document_id

@@ -8,6 +8,7 @@ CREATE TEMP TABLE IF NOT EXISTS windowrag_stage (
     end_char    integer NOT NULL,
     kind        text NOT NULL,
     text        text NOT NULL,
+    gap         text,
     token_count integer NOT NULL,
     page        integer,
     embedding   vector NOT NULL

@@ -1,6 +1,7 @@
 """Parsing and splitting: offsets invariant on the real eval sets, structure on small documents."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ from windowrag_pg.parse import (
     parse_pdf,
 )
 from windowrag_pg.parse.types import ParsedDocument, Unit
+from windowrag_pg.split.gaps import unit_gaps
 from windowrag_pg.split.sentences import LIST_ITEM_WHOLE_MAX_CHARS, split_units
 
 EVAL_DIR = Path("/work/shared/eval")
@@ -92,6 +94,10 @@ def test_offsets_invariant_on_every_eval_document(set_name: str) -> None:
         units = split_units(doc)
         assert units, document["id"]
         assert_invariants(doc, units)
+        # the units and the gaps between them give the document back, character for character
+        gaps = unit_gaps(doc.text, units)
+        assert None not in gaps and gaps[-1] == ""
+        assert "".join(u.text + g for u, g in zip(units, gaps)) == doc.text[units[0].start_char:units[-1].end_char]
         parsed += 1
     assert parsed > 0
     assert empty == (3 if set_name == "handbook" else 0)
@@ -578,3 +584,14 @@ def test_a_paragraph_scanned_in_pieces_splits_as_in_one_pass(monkeypatch) -> Non
     pieces = sentences.sentence_spans(text, 0, len(text))
     assert len(text) > 30 * 4_000
     assert pieces == one_pass
+
+
+def test_unit_gaps_hold_what_lies_between_units() -> None:
+    doc = parse_document("# Title\n\nFirst sentence. Second one.\n\n- item one\n- item two\n", "markdown")
+    units = split_units(doc)
+    gaps = unit_gaps(doc.text, units)
+    assert [u.text for u in units] == ["Title", "First sentence.", "Second one.", "item one", "item two"]
+    assert gaps == ["\n\n", " ", "\n\n- ", "\n- ", ""]
+    overlapping = [units[0], units[1], dataclasses.replace(units[2], start_char=units[1].end_char - 1)]
+    assert unit_gaps(doc.text, overlapping) == ["\n\n", None, ""]
+    assert unit_gaps(doc.text, []) == []

@@ -252,3 +252,37 @@ def test_cli_query_json(db_url, contractnli_collection):
     context = data["contexts"][0]
     assert {"document_id", "title", "section_path", "start_char", "end_char", "text", "score", "hits"} <= set(context)
     assert {"sentence_ordinal", "dense_rank", "bm25_rank", "rrf_score"} <= set(context["hits"][0])
+
+
+MARKDOWN_PAGES = [
+    "# Cranes\n\nThe harbour crane lifts containers. It runs on rails.\n\n## Safety\n\n- Inspect the crane cable weekly.\n"
+    "- Stop the crane in high wind.\n\n| part | check |\n|---|---|\n| cable | weekly |\n\nCrane logs are kept *for a year*.\n",
+    "Barges carry grain.  Two spaces follow this sentence.\n\n\nThree line breaks before this crane sentence.\n",
+]
+WINDOW_ROWS = """SELECT document_id, first_ordinal, last_ordinal, start_char, end_char, text
+FROM windowrag.search_windows(%s, %s, %s, k => 3, window_size => %s, clamp => %s)"""
+
+
+def test_window_text_is_the_documents_own_characters(conn, collection_name, embedder):
+    """search_windows gives each segment's text from its sentences and the gaps between them
+    (migration 0014): exactly the document's characters, across markup and sections; sentences
+    stored without gaps (before 0014) get the same text, cut from the document."""
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
+        [SourceDocument(external_id=f"page{i}", format="markdown", text=text) for i, text in enumerate(MARKDOWN_PAGES)])
+    texts = dict(conn.execute("SELECT d.id, d.text FROM windowrag.documents d JOIN windowrag.collections c"
+                              " ON c.id = d.collection_id WHERE c.name = %s", [collection_name]).fetchall())
+    cases = [(query, window, clamp) for query in ("crane cable", "grain barges", "crane logs")
+             for window, clamp in ((1, "section"), (3, "document"), (20, "document"))]
+
+    def windows():
+        return [conn.execute(WINDOW_ROWS, [collection_name, query, embedder.embed_query(query), window, clamp]).fetchall()
+                for query, window, clamp in cases]
+    with_gaps = windows()
+    for rows in with_gaps:
+        assert rows and all(text == texts[doc][start:end] for doc, _, _, start, end, text in rows)
+    assert any("\n\n## Safety\n\n- " in text for rows in with_gaps for *_, text in rows)  # markup between sentences
+    assert conn.execute("SELECT count(*) FROM windowrag.sentences s JOIN windowrag.collections c ON c.id = s.collection_id"
+                        " WHERE c.name = %s AND s.gap IS NULL", [collection_name]).fetchone()[0] == 0
+    conn.execute("UPDATE windowrag.sentences SET gap = NULL WHERE collection_id ="
+                 " (SELECT id FROM windowrag.collections WHERE name = %s) AND ordinal %% 2 = 0", [collection_name])
+    assert windows() == with_gaps

@@ -694,7 +694,7 @@ SELECT jsonb_build_object(
 
 
 # columns later revisions added to the 0002 tables
-ADDED_AFTER_0002 = {"collections": ["tenant", "vector_index"], "sections": ["collection_id"],
+ADDED_AFTER_0002 = {"collections": ["tenant", "vector_index"], "sections": ["collection_id"], "sentences": ["gap"],
                     "bm25_stats": ["packed_postings", "pending_postings", "stale_postings"]}
 # a posting's impact only orders a term's postings (scores come from tf and length): the upgrade
 # through 0011 packs the rows and 0013 keeps tf and length, not the impact of the insert time

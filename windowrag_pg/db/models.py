@@ -78,6 +78,9 @@ class Sentence(Base):
     end_char: Mapped[int] = mapped_column(Integer)
     kind: Mapped[str] = mapped_column(Text)
     text: Mapped[str] = mapped_column(Text)
+    # the document's characters from this sentence's end to the next one's start (0014); NULL:
+    # not stored (written before 0014), windows then read the document's text
+    gap: Mapped[str | None] = mapped_column(Text)
     token_count: Mapped[int] = mapped_column(Integer)
     page: Mapped[int | None] = mapped_column(Integer)
     # halfvec of the collection's dimension (migration 0010); no fixed dimension in the column,

@@ -13,6 +13,7 @@ from psycopg.types.json import Jsonb
 
 from ..db.sqlfiles import load_sql
 from ..parse.types import ParsedDocument, Unit
+from ..split.gaps import unit_gaps
 from .collections import Collection, CollectionError
 
 
@@ -71,7 +72,8 @@ def write_document(
             },
         ).fetchone()[0]
         _copy_sections(conn, document_id, parsed, units)
-        _copy_sentences(conn, collection, document_id, units, embeddings, token_counts)
+        _copy_sentences(conn, collection, document_id, units, unit_gaps(parsed.text, units), embeddings,
+                        token_counts)
     return "replaced" if old is not None else "added"
 
 
@@ -129,15 +131,16 @@ def _copy_sentences(
     collection: Collection,
     document_id: int,
     units: list[Unit],
+    gaps: list[str | None],
     embeddings: np.ndarray,
     token_counts: list[int],
 ) -> None:
     conn.execute(load_sql("stage_sentences"))
     with conn.cursor().copy(load_sql("copy_stage")) as copy:
-        copy.set_types(["int4", "int4", "int4", "int4", "text", "text", "int4", "int4", "vector"])
-        for ordinal, (unit, vector, tokens) in enumerate(zip(units, embeddings, token_counts)):
+        copy.set_types(["int4", "int4", "int4", "int4", "text", "text", "text", "int4", "int4", "vector"])
+        for ordinal, (unit, gap, vector, tokens) in enumerate(zip(units, gaps, embeddings, token_counts)):
             copy.write_row((
-                ordinal, unit.section_ordinal, unit.start_char, unit.end_char, unit.kind, unit.text,
+                ordinal, unit.section_ordinal, unit.start_char, unit.end_char, unit.kind, unit.text, gap,
                 tokens, unit.page, vector,
             ))
     conn.execute(
