@@ -117,12 +117,13 @@ BEGIN
                      ORDER BY p.impact DESC
                      LIMIT q.list_length)
                     UNION ALL
-                    SELECT u.sentence_id, u.tf, u.doc_length
+                    -- unnest in the select list streams the three arrays in step; unnest(a, b, c)
+                    -- in FROM would copy each block into a tuplestore first (-14% p50 at 100k)
+                    SELECT unnest(bl.sentence_ids), unnest(bl.tfs)::integer, unnest(bl.lengths)
                     FROM (SELECT blk.sentence_ids, blk.tfs, blk.lengths FROM windowrag.bm25_blocks blk
                           WHERE blk.collection_id = cid AND blk.lexeme = q.lexeme
                           ORDER BY blk.block
-                          LIMIT (q.list_length + 127) / 128) bl,  -- 128 postings a block
-                         unnest(bl.sentence_ids, bl.tfs, bl.lengths) AS u (sentence_id, tf, doc_length)
+                          LIMIT (q.list_length + 127) / 128) bl  -- 128 postings a block
                 ) x) t  -- (up to 127 postings past list_length from the last block: more candidates, no sort)
         ), shortlist AS (
             -- ... summed per sentence: its exact score when exact_sums, otherwise a lower bound
