@@ -315,12 +315,8 @@ DECLARE
     seg_score float8[] := '{}';
     seg_section bigint[] := '{}';
     seg_hits jsonb[] := '{}';
-    lo integer;
-    hi integer;
-    grp bigint;
     target integer;
     i integer;
-    hit_json jsonb;
     budget integer := coalesce(max_sentences, 2147483647);  -- NULL: no budget
     covered integer := 0;
     new_lo integer;
@@ -340,46 +336,58 @@ BEGIN
         RAISE EXCEPTION 'windowrag: max_sentences must be positive (got %)', max_sentences
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- Each hit's window and its JSON come with it from the query (cheaper in the executor than
+    -- as PL/pgSQL expressions, ~1 µs each); the walk below only compares and merges ranges.
+    -- grp, the section (or document) id, is unique across documents: equal grp, same document.
     FOR hit IN
-        SELECT h.sentence_id, h.dense_rank, h.bm25_rank, h.rrf_score, s.document_id, s.section_id, s.ordinal,
-               CASE WHEN clamp = 'section' THEN sec.first_sentence ELSE 0 END AS bound_lo,
-               CASE WHEN clamp = 'section' THEN sec.last_sentence ELSE d.sentence_count - 1 END AS bound_hi
+        SELECT s.document_id, s.section_id, s.ordinal, h.rrf_score,
+               greatest(s.ordinal - window_size, CASE WHEN clamp = 'section' THEN sec.first_sentence ELSE 0 END) AS lo,
+               least(s.ordinal + window_size,
+                     CASE WHEN clamp = 'section' THEN sec.last_sentence
+                          ELSE (SELECT d.sentence_count - 1 FROM windowrag.documents d WHERE d.id = s.document_id)
+                     END) AS hi,
+               CASE WHEN clamp = 'section' THEN s.section_id ELSE s.document_id END AS grp,
+               jsonb_build_object('sentence_ordinal', s.ordinal, 'dense_rank', h.dense_rank,
+                                  'bm25_rank', h.bm25_rank, 'rrf_score', h.rrf_score) AS hit_json
         FROM windowrag.hybrid_search(collection, query_text, query_embedding, candidates, mode, rrf_k,
                                      dense_weight, bm25_weight, document_ids, ef_search, k1, b) h
         JOIN windowrag.sentences s ON s.id = h.sentence_id
         JOIN windowrag.sections sec ON sec.id = s.section_id
-        JOIN windowrag.documents d ON d.id = s.document_id
-        ORDER BY h.rank
+        ORDER BY h.rank  -- (documents are read only for clamp 'document': joined, they were all hashed)
     LOOP
-        lo := greatest(hit.ordinal - window_size, hit.bound_lo);
-        hi := least(hit.ordinal + window_size, hit.bound_hi);
-        grp := CASE WHEN clamp = 'section' THEN hit.section_id ELSE hit.document_id END;
-        hit_json := jsonb_build_object('sentence_ordinal', hit.ordinal, 'dense_rank', hit.dense_rank,
-                                       'bm25_rank', hit.bm25_rank, 'rrf_score', hit.rrf_score);
         -- What would this window add? The union with the segments it overlaps or touches. With
         -- max_sentences, a window that would take the segments past it is skipped (in short
         -- scoped documents hits keep landing next to each other, and merging them all can
         -- grow one segment to most of the document).
-        new_lo := lo;
-        new_hi := hi;
+        new_lo := hit.lo;
+        new_hi := hit.hi;
         absorbed := 0;
         FOR i IN 1 .. cardinality(seg_lo) LOOP
-            IF seg_group[i] = grp AND seg_doc[i] = hit.document_id
-               AND seg_lo[i] <= hi + 1 AND lo <= seg_hi[i] + 1 THEN
+            IF seg_group[i] = hit.grp AND seg_lo[i] <= hit.hi + 1 AND hit.lo <= seg_hi[i] + 1 THEN
                 new_lo := least(new_lo, seg_lo[i]);
                 new_hi := greatest(new_hi, seg_hi[i]);
                 absorbed := absorbed + seg_hi[i] - seg_lo[i] + 1;
             END IF;
         END LOOP;
-        IF absorbed = 0 AND cardinality(seg_lo) >= k THEN
-            EXIT;  -- k segments are full: the walk ends at the first hit that would open another
+        IF absorbed = 0 THEN
+            -- touches no segment: opens one, while fewer than k exist and the budget allows
+            EXIT WHEN cardinality(seg_lo) >= k;  -- the walk ends at the first hit that would open a (k+1)-th
+            CONTINUE WHEN covered + (hit.hi - hit.lo + 1) > budget;
+            covered := covered + (hit.hi - hit.lo + 1);
+            seg_doc := seg_doc || hit.document_id;
+            seg_group := seg_group || hit.grp;
+            seg_lo := seg_lo || hit.lo;
+            seg_hi := seg_hi || hit.hi;
+            seg_score := seg_score || hit.rrf_score;
+            seg_section := seg_section || hit.section_id;
+            seg_hits := seg_hits || jsonb_build_array(hit.hit_json);
+            CONTINUE;
         END IF;
         IF covered + (new_hi - new_lo + 1) - absorbed > budget AND (new_hi - new_lo + 1) > absorbed THEN
             -- over budget: the hit only counts where a segment already holds its sentence
             FOR i IN 1 .. cardinality(seg_lo) LOOP
-                IF seg_group[i] = grp AND seg_doc[i] = hit.document_id
-                   AND hit.ordinal BETWEEN seg_lo[i] AND seg_hi[i] THEN
-                    seg_hits[i] := seg_hits[i] || hit_json;
+                IF seg_group[i] = hit.grp AND hit.ordinal BETWEEN seg_lo[i] AND seg_hi[i] THEN
+                    seg_hits[i] := seg_hits[i] || hit.hit_json;
                 END IF;
             END LOOP;
             CONTINUE;
@@ -388,13 +396,12 @@ BEGIN
         target := NULL;
         i := 1;
         WHILE i <= cardinality(seg_lo) LOOP
-            IF seg_group[i] = grp AND seg_doc[i] = hit.document_id
-               AND seg_lo[i] <= hi + 1 AND lo <= seg_hi[i] + 1 THEN
+            IF seg_group[i] = hit.grp AND seg_lo[i] <= hit.hi + 1 AND hit.lo <= seg_hi[i] + 1 THEN
                 IF target IS NULL THEN
                     target := i;
-                    seg_lo[i] := least(seg_lo[i], lo);
-                    seg_hi[i] := greatest(seg_hi[i], hi);
-                    seg_hits[i] := seg_hits[i] || hit_json;
+                    seg_lo[i] := least(seg_lo[i], hit.lo);
+                    seg_hi[i] := greatest(seg_hi[i], hit.hi);
+                    seg_hits[i] := seg_hits[i] || hit.hit_json;
                     i := i + 1;
                 ELSE
                     -- the new window bridges two segments: fold segment i into target
@@ -414,16 +421,6 @@ BEGIN
                 i := i + 1;
             END IF;
         END LOOP;
-        IF target IS NULL THEN
-            EXIT WHEN cardinality(seg_lo) >= k;
-            seg_doc := seg_doc || hit.document_id;
-            seg_group := seg_group || grp;
-            seg_lo := seg_lo || lo;
-            seg_hi := seg_hi || hi;
-            seg_score := seg_score || hit.rrf_score;
-            seg_section := seg_section || hit.section_id;
-            seg_hits := seg_hits || jsonb_build_array(hit_json);
-        END IF;
     END LOOP;
 
     -- each segment's character range, tokens and text from one range scan of its sentences:
@@ -463,7 +460,9 @@ LANGUAGE sql STABLE AS $$
                greatest(s.ordinal - window_size,
                         CASE WHEN clamp = 'section' THEN sec.first_sentence ELSE 0 END) AS lo,
                least(s.ordinal + window_size,
-                     CASE WHEN clamp = 'section' THEN sec.last_sentence ELSE d.sentence_count - 1 END) AS hi,
+                     CASE WHEN clamp = 'section' THEN sec.last_sentence
+                          ELSE (SELECT d.sentence_count - 1 FROM windowrag.documents d WHERE d.id = s.document_id)
+                     END) AS hi,
                sec.heading_path
         FROM windowrag.sentences s
         JOIN windowrag.sections sec ON sec.id = s.section_id
