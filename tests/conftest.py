@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -124,3 +126,22 @@ def samples_collection(db_url, embedder) -> str:
         report = Ingestor(connection, collection=name, embedder=embedder).ingest(documents)
     assert not report.errors, report.errors
     return name
+
+
+@contextmanager
+def scratch_database(db_url: str, name: str) -> Iterator[str]:
+    """A new, empty database NAME on the test server (for migrations run down and up); its URL.
+    Dropped at the end, even if connections are left open."""
+    import psycopg
+    from psycopg import sql
+
+    def drop(admin):
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    with psycopg.connect(db_url, autocommit=True) as admin:
+        drop(admin)
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield psycopg.conninfo.make_conninfo(db_url, dbname=name)
+    finally:
+        with psycopg.connect(db_url, autocommit=True) as admin:
+            drop(admin)

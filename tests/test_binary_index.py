@@ -2,9 +2,7 @@
 embeddings' sign bits, the nearest by Hamming distance re-ranked by the stored halfvecs."""
 from __future__ import annotations
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from windowrag_pg.db import connection as db
 from windowrag_pg.doctor import run_checks
@@ -12,6 +10,8 @@ from windowrag_pg.ingest import Ingestor
 from windowrag_pg.retrieve.retriever import Retriever
 from windowrag_pg.sources import iter_sources
 from windowrag_pg.store.collections import CollectionError, collection_index_name, get_collection
+
+from .conftest import scratch_database
 
 QUERIES = ["Which information is confidential?", "How long do the obligations last after termination?",
            "return or destroy documents", "governing law and jurisdiction"]
@@ -67,25 +67,16 @@ def test_the_setting_is_fixed_at_creation(conn, embedder, binary_collection, col
 
 
 def test_migration_0012_down_and_up_keeps_every_row(db_url, embedder, eval_dir):
-    name = "binary_migration_test"
-    with psycopg.connect(db_url, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = psycopg.conninfo.make_conninfo(db_url, dbname=name)
     sources = list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:3]
-    try:
-        with db.connect(url, autocommit=True) as conn:
-            Ingestor(conn, collection="bits", embedder=embedder, vector_index="binary").ingest(sources)
-            rows = conn.execute("SELECT id, embedding::text, tsv::text FROM windowrag.sentences ORDER BY id").fetchall()
-            db.downgrade(conn, "0011")
-            assert "halfvec_cosine_ops" in conn.execute(
-                "SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-                " WHERE c.relname LIKE 'sentences_embedding_hnsw_c%%'").fetchone()[0]
-            assert conn.execute("SELECT count(*) FROM windowrag.dense_search('bits', %s::vector, 5)",
-                                [embedder.embed_query(QUERIES[0]).tolist()]).fetchone()[0] == 5
-            db.upgrade(conn)
-            assert conn.execute("SELECT vector_index FROM windowrag.collections").fetchone()[0] == "halfvec"
-            assert conn.execute("SELECT id, embedding::text, tsv::text FROM windowrag.sentences ORDER BY id").fetchall() == rows
-    finally:
-        with psycopg.connect(db_url, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    with scratch_database(db_url, "binary_migration_test") as url, db.connect(url, autocommit=True) as conn:
+        Ingestor(conn, collection="bits", embedder=embedder, vector_index="binary").ingest(sources)
+        rows = conn.execute("SELECT id, embedding::text, tsv::text FROM windowrag.sentences ORDER BY id").fetchall()
+        db.downgrade(conn, "0011")
+        assert "halfvec_cosine_ops" in conn.execute(
+            "SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+            " WHERE c.relname LIKE 'sentences_embedding_hnsw_c%%'").fetchone()[0]
+        assert conn.execute("SELECT count(*) FROM windowrag.dense_search('bits', %s::vector, 5)",
+                            [embedder.embed_query(QUERIES[0]).tolist()]).fetchone()[0] == 5
+        db.upgrade(conn)
+        assert conn.execute("SELECT vector_index FROM windowrag.collections").fetchone()[0] == "halfvec"
+        assert conn.execute("SELECT id, embedding::text, tsv::text FROM windowrag.sentences ORDER BY id").fetchall() == rows

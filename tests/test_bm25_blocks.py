@@ -3,9 +3,7 @@ written since the last pack; the same exact scores either way (rank-bm25 itself 
 test_retrieval.py, on a collection packed by its bulk load)."""
 from __future__ import annotations
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from windowrag_pg.db import connection as db
 from windowrag_pg.db.sqlfiles import load_sql
@@ -15,6 +13,8 @@ from windowrag_pg.sources import SourceDocument, iter_sources
 from windowrag_pg.store.bm25 import pack_due, pack_if_due, rebuild_bm25
 from windowrag_pg.store.collections import get_collection
 from windowrag_pg.store.writer import delete_document
+
+from .conftest import scratch_database
 
 QUERIES = ["harbour crane", "crane inspection", "river barge cargo", "weekly report", "cargo"]
 
@@ -188,33 +188,21 @@ def test_whole_lists_give_exact_scores_without_reading_the_sentences(conn, embed
 def test_migration_0013_down_and_up_keeps_every_score(db_url, embedder, eval_dir):
     """0013 replaced the packed impacts by tf and length: down to 0012 (impacts computed again)
     and back up, a bulk-loaded (packed) collection gives the same BM25 results at every step."""
-    name = "bm25_exact_migration_test"
-    with psycopg.connect(db_url, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = psycopg.conninfo.make_conninfo(db_url, dbname=name)
     sources = list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:12]
     queries = ["confidential information", "return or destroy all copies", "governing law of the agreement"]
+    blocks = "SELECT lexeme, block, sentence_ids, tfs, lengths FROM windowrag.bm25_blocks ORDER BY 1, 2"
 
     def results(conn) -> list:
         return [conn.execute("SELECT sentence_id, score FROM windowrag.bm25_search('nda', %s, 30)", [q]).fetchall()
                 for q in queries]
-    try:
-        with db.connect(url, autocommit=True) as conn:
-            assert not Ingestor(conn, collection="nda", embedder=embedder, bulk=True).ingest(sources).errors
-            assert counters(conn, "nda")[2] > 0 and counters(conn, "nda")[0] == 0  # packed
-            at_head = results(conn)
-            tfs = conn.execute("SELECT lexeme, block, sentence_ids, tfs, lengths FROM windowrag.bm25_blocks"
-                               " ORDER BY 1, 2").fetchall()
-            db.downgrade(conn, "0012")
-            assert results(conn) == at_head
-            assert conn.execute("SELECT count(*) FROM windowrag.bm25_blocks WHERE cardinality(impacts) = 0"
-                                " OR impacts[1] <> max_impact").fetchone()[0] == 0
-            db.upgrade(conn)
-            assert results(conn) == at_head
-            assert conn.execute("SELECT lexeme, block, sentence_ids, tfs, lengths FROM windowrag.bm25_blocks"
-                                " ORDER BY 1, 2").fetchall() == tfs
-            assert mismatches(conn, "nda") == (0, 0, 0)
-    finally:
-        with psycopg.connect(db_url, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    with scratch_database(db_url, "bm25_exact_migration_test") as url, db.connect(url, autocommit=True) as conn:
+        assert not Ingestor(conn, collection="nda", embedder=embedder, bulk=True).ingest(sources).errors
+        assert counters(conn, "nda")[2] > 0 and counters(conn, "nda")[0] == 0  # packed
+        at_head, packed = results(conn), conn.execute(blocks).fetchall()
+        db.downgrade(conn, "0012")
+        assert results(conn) == at_head
+        assert conn.execute("SELECT count(*) FROM windowrag.bm25_blocks WHERE cardinality(impacts) = 0"
+                            " OR impacts[1] <> max_impact").fetchone()[0] == 0
+        db.upgrade(conn)
+        assert results(conn) == at_head and conn.execute(blocks).fetchall() == packed
+        assert mismatches(conn, "nda") == (0, 0, 0)

@@ -56,6 +56,13 @@ def test_reembed_moves_a_collection_to_another_model_atomically(db_url, conn, co
     old_id = conn.execute("SELECT id FROM windowrag.collections WHERE name = %s", [collection_name]).fetchone()[0]
     documents_before = wr.list_documents(conn, collection=collection_name)
     assert old[0] == 384 and old[2] == old[3] > 100
+    gaps = ("SELECT d.external_id, s.ordinal, s.gap FROM windowrag.sentences s JOIN windowrag.documents d"
+            " ON d.id = s.document_id WHERE d.collection_id = (SELECT id FROM windowrag.collections WHERE name = %s)"
+            " ORDER BY 1, 2")
+    written = conn.execute(gaps, [collection_name]).fetchall()
+    assert all(gap is not None for *_, gap in written)
+    # as if written before migration 0014: the copy cuts these gaps from the documents
+    conn.execute("UPDATE windowrag.sentences SET gap = NULL WHERE collection_id = %s AND ordinal %% 3 = 0", [old_id])
 
     seen: list[tuple] = []
     stop = threading.Event()
@@ -74,6 +81,7 @@ def test_reembed_moves_a_collection_to_another_model_atomically(db_url, conn, co
         stop.set()
         thread.join()
     assert count == old[2] and new.embedded == old[2]
+    assert conn.execute(gaps, [collection_name]).fetchall() == written
     assert consistency(conn, collection_name) == (256, new.model_id, old[2], old[2])
     after = wr.list_documents(conn, collection=collection_name)
     assert [{k: v for k, v in d.items() if k != "updated_at"} for d in after] == \
