@@ -45,8 +45,9 @@ $$;
 -- Without a document filter (top-k over the whole collection) each posting carries its tf and
 -- sentence length (migration 0013), so every posting read adds its exact part of a score.
 -- A query term with at most per_term_limit postings is read whole; when every query term is
--- (and no packed posting belongs to a deleted sentence), the sums are the exact scores of every
--- matching sentence and the top n is returned from them. Otherwise a longer list is cut to its
+-- (or reading the longer lists whole costs less than cutting them and re-scoring), and no packed
+-- posting belongs to a deleted sentence, the sums are the exact scores of every matching
+-- sentence and the top n is returned from them. Otherwise a longer list is cut to its
 -- strongest postings (impact order; in proportion to the term's idf), the sums are lower bounds,
 -- and the shortlist_size best candidates (default max(4·n, 200)) are scored exactly from their
 -- tsvectors. Returned scores are always exact; the ranking can differ from scoring every
@@ -71,6 +72,11 @@ DECLARE
     term_lexemes text[];
     term_dfs integer[];
     exact_sums boolean;
+    whole_postings bigint;
+    cut_postings bigint;
+    -- re-scoring one shortlisted candidate (a row fetch and its tsvector) costs about as much
+    -- as reading, weighing and summing this many postings (docs/performance.md, 0013 section)
+    rescore_cost CONSTANT integer := 12;
 BEGIN
     PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, n => n);
     SELECT c.ts_config INTO config FROM windowrag.collections c WHERE c.id = cid;
@@ -88,8 +94,16 @@ BEGIN
         IF term_lexemes IS NULL THEN
             RETURN;
         END IF;
-        -- every list read whole and none holds a deleted sentence: phase 1 is the exact answer
-        exact_sums := stale = 0 AND (SELECT max(df) FROM unnest(term_dfs) df) <= per_term_limit;
+        -- Every list is read whole, and phase 1 is the exact answer, when none holds a deleted
+        -- sentence and reading the long lists whole costs no more than cutting them and
+        -- re-scoring the shortlist (so always when every list is within per_term_limit).
+        SELECT sum(c.df), sum(CASE WHEN c.df <= per_term_limit THEN c.df ELSE c.cut_length END)
+          INTO whole_postings, cut_postings
+        FROM (SELECT t.df, greatest(n, ceil(per_term_limit * t.idf / max(t.idf) OVER ())) AS cut_length
+              FROM (SELECT d AS df, ln(1 + (n_sentences - d + 0.5) / (d + 0.5)) AS idf
+                    FROM unnest(term_dfs) d) t) c;
+        exact_sums := stale = 0
+            AND whole_postings <= cut_postings + rescore_cost * coalesce(shortlist_size, greatest(4 * n, 200));
         RETURN QUERY
         WITH terms AS (
             SELECT t.lexeme, t.df, ln(1 + (n_sentences - t.df + 0.5) / (t.df + 0.5)) AS idf
@@ -100,7 +114,7 @@ BEGIN
             -- length that follows the term's share of the score: per_term_limit for the rarest
             -- query term, half as many at half its idf
             SELECT terms.lexeme, terms.idf,
-                   CASE WHEN terms.df <= per_term_limit THEN NULL
+                   CASE WHEN terms.df <= per_term_limit OR exact_sums THEN NULL
                         ELSE greatest(n, ceil(per_term_limit * terms.idf / max(terms.idf) OVER ()))::bigint
                    END AS list_length  -- never below n: n matching sentences give n results
             FROM terms
