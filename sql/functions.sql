@@ -70,7 +70,8 @@ DECLARE
     avg_length float8;
     stale bigint;
     term_lexemes text[];
-    term_dfs integer[];
+    term_idfs float8[];
+    term_lengths bigint[];
     exact_sums boolean;
     whole_postings bigint;
     cut_postings bigint;
@@ -88,36 +89,32 @@ BEGIN
         RETURN;
     END IF;
     IF document_ids IS NULL THEN
-        SELECT array_agg(t.lexeme), array_agg(t.df) INTO term_lexemes, term_dfs
-        FROM windowrag.bm25_terms t
-        WHERE t.collection_id = cid AND t.lexeme = ANY (lexemes);
+        -- Each query term with its idf and the length its list is cut to: NULL (read whole) for a
+        -- term with at most per_term_limit postings (packed lists may also hold postings of
+        -- deleted sentences); a longer list is cut at a length that follows the term's share of
+        -- the score: per_term_limit for the rarest query term, half as many at half its idf, never
+        -- below n (n matching sentences give n results).
+        SELECT array_agg(c.lexeme), array_agg(c.idf),
+               array_agg(CASE WHEN c.df <= per_term_limit THEN NULL ELSE c.cut_length END),
+               sum(c.df), sum(CASE WHEN c.df <= per_term_limit THEN c.df ELSE c.cut_length END)
+          INTO term_lexemes, term_idfs, term_lengths, whole_postings, cut_postings
+        FROM (SELECT t.lexeme, t.df, t.idf,
+                     greatest(n, ceil(per_term_limit * t.idf / max(t.idf) OVER ()))::bigint AS cut_length
+              FROM (SELECT t.lexeme, t.df, ln(1 + (n_sentences - t.df + 0.5) / (t.df + 0.5)) AS idf
+                    FROM windowrag.bm25_terms t
+                    WHERE t.collection_id = cid AND t.lexeme = ANY (lexemes)) t) c;
         IF term_lexemes IS NULL THEN
             RETURN;
         END IF;
         -- Every list is read whole, and phase 1 is the exact answer, when none holds a deleted
         -- sentence and reading the long lists whole costs no more than cutting them and
         -- re-scoring the shortlist (so always when every list is within per_term_limit).
-        SELECT sum(c.df), sum(CASE WHEN c.df <= per_term_limit THEN c.df ELSE c.cut_length END)
-          INTO whole_postings, cut_postings
-        FROM (SELECT t.df, greatest(n, ceil(per_term_limit * t.idf / max(t.idf) OVER ())) AS cut_length
-              FROM (SELECT d AS df, ln(1 + (n_sentences - d + 0.5) / (d + 0.5)) AS idf
-                    FROM unnest(term_dfs) d) t) c;
         exact_sums := stale = 0
             AND whole_postings <= cut_postings + rescore_cost * coalesce(shortlist_size, greatest(4 * n, 200));
         RETURN QUERY
-        WITH terms AS (
-            SELECT t.lexeme, t.df, ln(1 + (n_sentences - t.df + 0.5) / (t.df + 0.5)) AS idf
-            FROM unnest(term_lexemes, term_dfs) AS t (lexeme, df)
-        ), q AS (
-            -- a term with at most per_term_limit postings is read whole (NULL: no limit; packed
-            -- lists may also hold postings of deleted sentences); a longer list is cut at a
-            -- length that follows the term's share of the score: per_term_limit for the rarest
-            -- query term, half as many at half its idf
-            SELECT terms.lexeme, terms.idf,
-                   CASE WHEN terms.df <= per_term_limit OR exact_sums THEN NULL
-                        ELSE greatest(n, ceil(per_term_limit * terms.idf / max(terms.idf) OVER ()))::bigint
-                   END AS list_length  -- never below n: n matching sentences give n results
-            FROM terms
+        WITH q AS (
+            SELECT t.lexeme, t.idf, CASE WHEN exact_sums THEN NULL ELSE t.list_length END AS list_length
+            FROM unnest(term_lexemes, term_idfs, term_lengths) AS t (lexeme, idf, list_length)
         ), top AS (
             -- phase 1: each term's strongest postings, each with its exact part of the score,
             -- read from the term's packed blocks (impact order: block 0 holds the strongest)
