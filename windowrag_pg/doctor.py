@@ -97,13 +97,13 @@ def repair_bm25(conn: psycopg.Connection) -> list[str]:
     repaired = []
     for name, stats, terms, postings in conn.execute(load_sql("bm25_consistency")).fetchall():
         collection = get_collection(conn, name)
-        if stats or terms or postings or _pack_counts(conn, collection)[0]:
+        if stats or terms or postings or _pack_state(conn, collection)[0]:
             rebuild_bm25(conn, collection)
             repaired.append(name)
     return repaired
 
 
-def _pack_counts(conn, collection: Collection) -> tuple[bool, str]:
+def _pack_state(conn, collection: Collection) -> tuple[bool, str]:
     """Whether the collection's posting rows are due to be packed, and what the counters say."""
     counts = pack_counts(conn, collection)
     if counts is None:
@@ -145,7 +145,7 @@ def _bm25(conn) -> list[Check]:
                             "consistent with a full recount" if ok else
                             f"mismatches: stats {stats}, terms {terms}, postings {postings}",
                             "" if ok else "windowrag doctor --fix (recounts them: windowrag.bm25_rebuild)"))
-        due, counts = _pack_counts(conn, get_collection(conn, name))
+        due, counts = _pack_state(conn, get_collection(conn, name))
         checks.append(Check(f"BM25 postings of {name!r} packed", not due, counts,
                             "windowrag doctor --fix (packs them: windowrag.bm25_rebuild)" if due else ""))
     return checks
