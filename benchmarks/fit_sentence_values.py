@@ -9,10 +9,11 @@
    holds a gold answer span; ContractNLI, at least half the sentence lies in an evidence span.
 2. Relevance (abstention): P(the corpus answers) from RELEVANCE_FEATURES, in-corpus questions
    (label 1) against out-of-corpus ones (label 0): SQuAD questions asked of the contracts (each
-   scoped to a contract drawn by seed, and unscoped) and contract hypotheses asked of SQuAD.
+   scoped to a contract drawn by seed, and unscoped) and contract hypotheses asked of SQuAD. Each
+   query's background similarity (embed/background.py) is kept with its candidates.
 
 Prints the weights to paste into windowrag_pg/segment/values.py (WEIGHTS, RELEVANCE_WEIGHTS) and
-a JSON report. Deterministic: fixed seeds, exact Newton steps, L2 = 1.
+a JSON report (and TYPICAL_BACKGROUND, the mean background of the dev questions). Deterministic: fixed seeds, exact Newton steps, L2 = 1.
 """
 from __future__ import annotations
 
@@ -122,19 +123,19 @@ def collect(args) -> dict:
             found = candidates(q["query"], dataset, q.get("scope_doc_id"))
             labels = sentence_labels(found.sentences, found.documents, q["gold"], contract=contract)
             in_corpus.append((dataset, found.sentences, labels))
-            relevance_rows.append(((found.sentences, found.query_idf), 1.0, dataset))
+            relevance_rows.append(((found.sentences, found.query_idf, found.background), 1.0, dataset))
     rng = random.Random(0)
     ooc_squad = sample_queries(read_queries(EVAL / "squad-dev" / "queries.jsonl"), limit=args.out_of_corpus,
                                seed=0, skip=1000 + args.squad_queries)
     distinct_hypotheses = list({q["query"]: q for q in contracts}.values())
     for q in ooc_squad:
         found = candidates(q["query"], "contractnli-dev", rng.choice(contract_ids))
-        relevance_rows.append(((found.sentences, found.query_idf), 0.0, "squad→contract"))
+        relevance_rows.append(((found.sentences, found.query_idf, found.background), 0.0, "squad→contract"))
         found = candidates(q["query"], "contractnli-dev", None)
-        relevance_rows.append(((found.sentences, found.query_idf), 0.0, "squad→contracts"))
+        relevance_rows.append(((found.sentences, found.query_idf, found.background), 0.0, "squad→contracts"))
     for q in distinct_hypotheses:
         found = candidates(q["query"], "squad-dev", None)
-        relevance_rows.append(((found.sentences, found.query_idf), 0.0, "contract→squad"))
+        relevance_rows.append(((found.sentences, found.query_idf, found.background), 0.0, "contract→squad"))
     return {"in_corpus": in_corpus, "relevance": relevance_rows}
 
 
@@ -147,8 +148,8 @@ def fit(collected: dict, args) -> int:
         blocks.append((x, y, np.full(len(y), 1.0 / len(y))))
         print(f"{dataset}: {len(rows)} queries, {len(y)} candidate sentences, {int(y.sum())} positive",
               file=sys.stderr)
-    relevance_rows = [(relevance_features(sentences, query_idf=query_idf), label, group)
-                      for (sentences, query_idf), label, group in collected["relevance"]]
+    relevance_rows = [(relevance_features(sentences, query_idf=query_idf, background=background), label, group)
+                      for (sentences, query_idf, background), label, group in collected["relevance"]]
     x = np.vstack([b[0] for b in blocks])
     y = np.concatenate([b[1] for b in blocks])
     weight = np.concatenate([b[2] for b in blocks])
@@ -177,6 +178,8 @@ def fit(collected: dict, args) -> int:
     args.out.write_text(json.dumps(report, indent=2))
     print("WEIGHTS = np.array([" + ", ".join(f"{w:.4f}" for w in weights) + "])")
     print("RELEVANCE_WEIGHTS = np.array([" + ", ".join(f"{w:.4f}" for w in relevance_weights) + "])")
+    backgrounds = [b for (_, _, b), _, _ in collected["relevance"] if b is not None]
+    print(f"TYPICAL_BACKGROUND = {np.mean(backgrounds):.2f}")
     print(json.dumps(thresholds, indent=1))
     return 0
 

@@ -141,3 +141,18 @@ def test_windows_by_value_send_fixed_windows_where_rse_sends_the_valuable_run():
     assert [(r.start, r.end) for r in fixed] == [(0, 7)]
     exact = select_runs(values, tokens, continues, budget=70, max_segments=2)
     assert sum(r.value for r in exact) == pytest.approx(2.4)
+
+
+def test_relevance_falls_as_the_query_background_rises():
+    # the same candidates mean less when the query is that close to everyday text anyway
+    from windowrag_pg.segment.values import TYPICAL_BACKGROUND, query_relevance
+
+    found = [candidate(o, 0.55, rank=o + 1) for o in range(8)]
+    found[3] = candidate(3, 0.70, rank=1, bm25=5.0, terms=(("notice", 3.0),))
+    plain, register = (query_relevance(found, query_idf=6.0, background=b) for b in (0.30, 0.45))
+    assert plain > register + 0.1
+    assert query_relevance(found, query_idf=6.0) == query_relevance(found, query_idf=6.0,
+                                                                    background=TYPICAL_BACKGROUND)
+    bm25_only = [candidate(o, None, rank=o + 1, bm25=3.0, terms=(("notice", 3.0),)) for o in range(4)]
+    assert query_relevance(bm25_only, query_idf=6.0, background=0.30) == \
+        query_relevance(bm25_only, query_idf=6.0, background=0.45)  # no cosine to compare

@@ -57,7 +57,7 @@ class PipelineOptions:
     # 0.15 abstained on 0.2% / 0.7% of in-corpus dev questions (SQuAD / ContractNLI), on 98.7% of
     # SQuAD questions asked of a contract, 43.7% of contract hypotheses asked of SQuAD
     # (docs/evaluation.md, "Abstention")
-    min_relevance: float | None = 0.15
+    min_relevance: float | None = 0.2
     # segments: price of a sentence, as a share of the query's best sentence value per 32 tokens
     sentence_floor: float = 0.0
     # segments: how far (sentences) from a fused hit a sentence may be sent
@@ -176,7 +176,7 @@ class Pipeline:
         timings = dict(candidates.timings_ms)
         mark = time.perf_counter()
         budget = options.token_budget or UNBOUNDED_BUDGET
-        selection = choose_segments(candidates.sentences, query_idf=candidates.query_idf, budget=budget,
+        selection = choose_segments(candidates.sentences, query_idf=candidates.query_idf, background=candidates.background, budget=budget,
                                     max_segments=options.k, sentence_floor=options.sentence_floor,
                                     window=_fixed_window(options))
         timings["select_ms"] = (time.perf_counter() - mark) * 1000
@@ -226,7 +226,7 @@ class Pipeline:
         (at most rerank_candidates of them, each read up to rerank_tokens) are scored; their
         sentences' values fold in those scores (segment/values.py); the selection is made again
         within the real budget."""
-        wide = choose_segments(candidates.sentences, query_idf=candidates.query_idf,
+        wide = choose_segments(candidates.sentences, query_idf=candidates.query_idf, background=candidates.background,
                                budget=max(budget, options.rerank_token_budget or budget),
                                max_segments=max(options.k, options.rerank_candidates),
                                probabilities=selection.probabilities)  # the values already computed
@@ -236,7 +236,7 @@ class Pipeline:
         passages = [_passage_within(c, options.rerank_tokens) for c in contexts]
         scores = self.reranker.score(candidates.query, passages)
         folded = fold_reranker_scores(wide.probabilities, [(r.start, r.end) for r in runs], scores)
-        chosen = choose_segments(candidates.sentences, query_idf=candidates.query_idf, budget=budget,
+        chosen = choose_segments(candidates.sentences, query_idf=candidates.query_idf, background=candidates.background, budget=budget,
                                  max_segments=options.k, sentence_floor=options.sentence_floor,
                                  probabilities=folded, window=_fixed_window(options))
         trace = [{"document_id": c.citation.document_id, "first_ordinal": c.citation.first_ordinal,

@@ -20,6 +20,7 @@ from ..db.source import connection_source
 from ..db.statements import Statement, Steps, run_steps
 from ..db.sqlfiles import load_sql
 from ..embed import get_embedder
+from ..embed.background import background_similarity
 from ..embed.base import Embedder
 from ..limits import LIMITS, first_problem, problem
 from ..parse import has_visible_text
@@ -87,6 +88,8 @@ class Candidates:
     section_paths: dict[int, list[str]]  # section id -> heading path
     hits: dict[tuple[int, int], Hit]  # (document key, ordinal) -> its fused ranks
     query_idf: float = 0.0  # idf mass of all the query's lexemes (unknown ones as the rarest)
+    # the query's mean cosine to everyday text (embed/background.py); None when not embedded here
+    background: float | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # a filter that matches no document, …
 
@@ -215,6 +218,10 @@ class Retriever:
                                                    template="candidate_sentences")
         rows = yield from _timed(Statement(statement, params, prepare=False), timings)
         candidates = candidates_from_rows(query, rows, timings)
+        # only with the collection's own model (a caller's vector may come from elsewhere)
+        if embedding is not None and self._embedder is not None \
+                and self._embedder.model_id == target.embedding_model:
+            candidates.background = background_similarity(self._embedder, embedding)
         if filters and not rows:
             candidates.notes.extend((yield from unmatched_filter_steps(target, filters)))
         return candidates

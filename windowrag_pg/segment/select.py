@@ -203,7 +203,7 @@ class Selection(NamedTuple):
 
 
 def choose_segments(candidates: Sequence[CandidateSentence], *, query_idf: float, budget: int,
-                    max_segments: int, sentence_floor: float = 0.0,
+                    max_segments: int, background: float | None = None, sentence_floor: float = 0.0,
                     probabilities: np.ndarray | None = None, window: int | None = None) -> Selection:
     """Sentence values → the best runs within BUDGET tokens (at most MAX_SEGMENTS of them).
 
@@ -216,7 +216,7 @@ def choose_segments(candidates: Sequence[CandidateSentence], *, query_idf: float
     """
     if probabilities is None:  # given: already folded with the cross-encoder's scores
         probabilities = sentence_probabilities(feature_matrix(candidates))
-    relevance = query_relevance(candidates, query_idf=query_idf)
+    relevance = query_relevance(candidates, query_idf=query_idf, background=background)
     if not candidates:
         return Selection([], probabilities, relevance)
     tokens = np.asarray([c.token_count for c in candidates], dtype=np.int64)

@@ -8,7 +8,8 @@ probability that the sentence holds evidence; the weights were fitted once on th
 
 Most features are relative to the query's own candidates (how far below the best cosine, the
 share of the best BM25), so that the value does not depend on how a model spreads its cosines;
-the absolute best cosine is kept apart as the query's *relevance* (abstention).
+the absolute best cosine, and how far it rises above the query's similarity to everyday text
+(embed/background.py), are kept apart as the query's *relevance* (abstention).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
-    "FEATURES", "RELEVANCE_FEATURES", "RELEVANCE_WEIGHTS", "WEIGHTS", "CandidateSentence", "feature_matrix",
+    "FEATURES", "RELEVANCE_FEATURES", "RELEVANCE_WEIGHTS", "TYPICAL_BACKGROUND", "WEIGHTS", "CandidateSentence", "feature_matrix",
     "fold_reranker_scores", "query_relevance", "relevance_features", "sentence_probabilities",
 ]
 
@@ -140,14 +141,19 @@ def sentence_probabilities(features: np.ndarray, weights: np.ndarray = WEIGHTS) 
 
 
 RELEVANCE_FEATURES = ("bias", "best_cosine", "best_window_cosine", "best_term_share", "best_window_term_share",
-                      "cosine_margin")
+                      "cosine_margin", "cosine_over_background", "window_cosine_over_background")
 # Fitted by benchmarks/fit_sentence_values.py on in-corpus against out-of-corpus dev questions.
-RELEVANCE_WEIGHTS = np.array([-11.5786, 5.4257, 5.3894, 5.2672, 5.8026, -1.5053])
+RELEVANCE_WEIGHTS = np.array([-10.8382, 2.6100, 2.6507, 4.9298, 5.0036, -2.1506, 5.8113, 5.8520])
+# The mean background similarity of the dev questions (in and out of corpus), used when unknown.
+TYPICAL_BACKGROUND = 0.35
 
 
-def relevance_features(candidates: Sequence[CandidateSentence], *, query_idf: float) -> np.ndarray:
-    """Absolute signals of how well the best candidates answer: cosines, and the share of the
-    query's whole idf mass (terms the collection never holds included) that they match."""
+def relevance_features(candidates: Sequence[CandidateSentence], *, query_idf: float,
+                       background: float | None = None) -> np.ndarray:
+    """Absolute signals of how well the best candidates answer: cosines, the share of the query's
+    whole idf mass (terms the collection never holds included) that they match, and how far the
+    best cosines rise above the query's BACKGROUND similarity (embed/background.py; None: the
+    typical value of the dev questions, for a query vector the library did not embed)."""
     if not candidates:
         return np.zeros(len(RELEVANCE_FEATURES)) + np.eye(len(RELEVANCE_FEATURES))[0]
     cosines = [c.cosine for c in candidates if c.cosine is not None]
@@ -167,13 +173,19 @@ def relevance_features(candidates: Sequence[CandidateSentence], *, query_idf: fl
                     terms.update(other.terms)
         joined = max(joined, sum(terms.values()))
     total = query_idf if query_idf > 0 else 1.0
-    return np.asarray([1.0, cos, window, own / total, joined / total, margin])
+    if not cosines:  # BM25 alone: no cosine to set against the background
+        over, window_over = 0.0, 0.0
+    else:
+        base = TYPICAL_BACKGROUND if background is None else background
+        over, window_over = cos - base, window - base
+    return np.asarray([1.0, cos, window, own / total, joined / total, margin, over, window_over])
 
 
-def query_relevance(candidates: Sequence[CandidateSentence], *, query_idf: float,
+def query_relevance(candidates: Sequence[CandidateSentence], *, query_idf: float, background: float | None = None,
                     weights: np.ndarray = RELEVANCE_WEIGHTS) -> float:
     """P(the corpus answers the query), from relevance_features; compared with min_relevance."""
-    z = float(np.clip(relevance_features(candidates, query_idf=query_idf) @ weights, -30.0, 30.0))
+    features = relevance_features(candidates, query_idf=query_idf, background=background)
+    z = float(np.clip(features @ weights, -30.0, 30.0))
     return 1.0 / (1.0 + np.exp(-z))
 
 
