@@ -369,3 +369,23 @@ def test_budget_report_section_from_hand_made_runs(tmp_path, monkeypatch):
     # below the run's own min_relevance nothing can be simulated: the table starts there
     assert "| 0.100 | " in text and "| 0.050 |" not in text
     assert (tmp_path / budget_report.PLOT).exists() == (f"]({budget_report.PLOT})" in text)
+
+
+def test_ingest_leaves_out_empty_pages_and_still_fails_on_other_refusals(conn, embedder, eval_dir, tmp_path):
+    # the handbook has three empty pages: they hold no evidence, the evaluation goes on without them
+    from windowrag_pg.evaluation.runner import ensure_ingested
+
+    documents, _ = _slice(eval_dir, tmp_path, "squad-dev", SQUAD_DOCS[:1])
+    lines = documents.read_text(encoding="utf-8")
+    empty = tmp_path / "with_empty.jsonl"
+    empty.write_text(lines + json.dumps({"id": "blank-page", "format": "markdown", "text": " \n\t"}) + "\n",
+                     encoding="utf-8")
+    report = ensure_ingested(conn, documents_path=empty, config=PRESETS["window"], dataset="eval-empty-pages",
+                             embedder=embedder, progress=False)
+    assert report["empty_left_out"] == [f"{empty}:2"] and report["added"] == 1
+    broken = tmp_path / "with_broken.jsonl"
+    broken.write_text(lines + json.dumps({"id": "bad-pdf", "format": "pdf", "text": "not a pdf"}) + "\n",
+                      encoding="utf-8")
+    with pytest.raises(ValueError, match="bad-pdf|with_broken"):
+        ensure_ingested(conn, documents_path=broken, config=PRESETS["window"], dataset="eval-empty-pages",
+                        embedder=embedder, progress=False)

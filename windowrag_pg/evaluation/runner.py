@@ -30,6 +30,7 @@ import psycopg
 from ..db.sqlfiles import load_sql
 from ..embed.base import Embedder
 from ..ingest import Ingestor
+from ..parse import has_visible_text
 from ..rerank.base import Reranker
 from ..sources import SourceError, iter_sources
 from ..store.collections import get_collection
@@ -139,6 +140,12 @@ def ensure_ingested(conn: psycopg.Connection, *, documents_path: str | Path, con
     errors = [s for s in sources if isinstance(s, SourceError)]
     if errors:
         raise ValueError(f"bad documents in {documents_path}: " + "; ".join(f"{e.name}: {e.message}" for e in errors[:5]))
+    # a page without text can hold no evidence (the handbook has three): left out and listed;
+    # any other document the library refuses still fails the evaluation
+    empty = [s.name for s in sources if s.text is not None and not has_visible_text(s.text)]
+    sources = [s for s in sources if s.text is None or has_visible_text(s.text)]
+    if empty:
+        print(f"windowrag eval: {len(empty)} empty documents left out: {', '.join(empty[:5])}", file=sys.stderr)
     with tqdm(total=len(sources), unit="doc", desc=f"ingest {name}", disable=None if progress else True,
               file=sys.stderr, leave=False) as bar:
         report = ingestor.ingest(sources, on_document=lambda *_: bar.update(1))
@@ -152,7 +159,8 @@ def ensure_ingested(conn: psycopg.Connection, *, documents_path: str | Path, con
         if external_id not in wanted:
             removed += delete_document(conn, collection, external_id)
     units = conn.execute(load_sql("collection_unit_count"), [collection.id]).fetchone()[0]
-    return {"collection": name, **report.as_dict(), "removed": removed, "units_in_collection": int(units)}
+    return {"collection": name, **report.as_dict(), "removed": removed, "units_in_collection": int(units),
+            "empty_left_out": empty}
 
 
 # --------------------------------------------------------------------------------------------

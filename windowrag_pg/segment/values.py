@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
-    "FEATURES", "RELEVANCE_FEATURES", "RELEVANCE_WEIGHTS", "TYPICAL_BACKGROUND", "WEIGHTS", "CandidateSentence", "feature_matrix",
-    "fold_reranker_scores", "query_relevance", "relevance_features", "sentence_probabilities",
+    "FEATURES", "RELEVANCE_FEATURES", "RELEVANCE_WEIGHTS", "TYPICAL_BACKGROUND", "WEIGHTS", "CandidateSentence",
+    "feature_matrix", "fold_reranker_scores", "query_relevance", "relevance_features", "sentence_probabilities",
 ]
 
 
