@@ -9,7 +9,8 @@
    holds a gold answer span; ContractNLI, at least half the sentence lies in an evidence span.
 2. Relevance (abstention): P(the corpus answers) from RELEVANCE_FEATURES, in-corpus questions
    (label 1) against out-of-corpus ones (label 0): SQuAD questions asked of the contracts (each
-   scoped to a contract drawn by seed, and unscoped) and contract hypotheses asked of SQuAD. Each
+   scoped to a contract drawn by seed, and unscoped), SQuAD questions asked of the handbook and
+   contract hypotheses asked of SQuAD. Each
    query's background similarity (embed/background.py) is kept with its candidates.
 
 Prints the weights to paste into windowrag_pg/segment/values.py (WEIGHTS, RELEVANCE_WEIGHTS) and
@@ -104,7 +105,7 @@ def collect(args) -> dict:
     embedder = get_embedder()
     conn = connect(autocommit=True)
     collections = {}
-    for dataset in ("squad-dev", "contractnli-dev"):
+    for dataset in ("squad-dev", "contractnli-dev", "handbook"):
         ingest = ensure_ingested(conn, documents_path=EVAL / dataset / "documents.jsonl", config=PRESETS["full"],
                                  dataset=dataset, embedder=embedder, progress=False)
         collections[dataset] = ingest["collection"]
@@ -133,6 +134,8 @@ def collect(args) -> dict:
         relevance_rows.append(((found.sentences, found.query_idf, found.background), 0.0, "squad→contract"))
         found = candidates(q["query"], "contractnli-dev", None)
         relevance_rows.append(((found.sentences, found.query_idf, found.background), 0.0, "squad→contracts"))
+        found = candidates(q["query"], "handbook", None)
+        relevance_rows.append(((found.sentences, found.query_idf, found.background), 0.0, "squad→handbook"))
     for q in distinct_hypotheses:
         found = candidates(q["query"], "squad-dev", None)
         relevance_rows.append(((found.sentences, found.query_idf, found.background), 0.0, "contract→squad"))

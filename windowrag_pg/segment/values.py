@@ -143,7 +143,7 @@ def sentence_probabilities(features: np.ndarray, weights: np.ndarray = WEIGHTS) 
 RELEVANCE_FEATURES = ("bias", "best_cosine", "best_window_cosine", "best_term_share", "best_window_term_share",
                       "cosine_margin", "cosine_over_background", "window_cosine_over_background")
 # Fitted by benchmarks/fit_sentence_values.py on in-corpus against out-of-corpus dev questions.
-RELEVANCE_WEIGHTS = np.array([-10.8382, 2.6100, 2.6507, 4.9298, 5.0036, -2.1506, 5.8113, 5.8520])
+RELEVANCE_WEIGHTS = np.array([-11.4700, 2.6133, 3.5431, 3.5106, 5.6516, -2.8240, 5.3352, 6.2650])
 # The mean background similarity of the dev questions (in and out of corpus), used when unknown.
 TYPICAL_BACKGROUND = 0.35
 
