@@ -142,8 +142,10 @@ def ensure_ingested(conn: psycopg.Connection, *, documents_path: str | Path, con
         raise ValueError(f"bad documents in {documents_path}: " + "; ".join(f"{e.name}: {e.message}" for e in errors[:5]))
     # a page without text can hold no evidence (the handbook has three): left out and listed;
     # any other document the library refuses still fails the evaluation
-    empty = [s.name for s in sources if s.text is not None and not has_visible_text(s.text)]
-    sources = [s for s in sources if s.text is None or has_visible_text(s.text)]
+    empty, kept = [], []
+    for s in sources:
+        (kept if s.text is None or has_visible_text(s.text) else empty).append(s)
+    sources, empty = kept, [s.name for s in empty]
     if empty:
         print(f"windowrag eval: {len(empty)} empty documents left out: {', '.join(empty[:5])}", file=sys.stderr)
     with tqdm(total=len(sources), unit="doc", desc=f"ingest {name}", disable=None if progress else True,

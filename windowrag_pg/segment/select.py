@@ -211,7 +211,8 @@ def choose_segments(candidates: Sequence[CandidateSentence], *, query_idf: float
     an average (32-token) sentence is SENTENCE_FLOOR times the best probability of the query, so
     the price follows each query's own value distribution. With a floor of 0 every sentence is
     worth sending and the budget is filled; above 0 weak sentences are left out even when they fit.
-    ``probabilities`` replaces the model's (e.g. folded with cross-encoder scores). With
+    ``background`` is the query's similarity to everyday text (embed/background.py), for the
+    relevance. ``probabilities`` replaces the model's (e.g. folded with cross-encoder scores). With
     ``window``, RSE is off: fixed ±window windows around the best sentences (windows_by_value).
     """
     if probabilities is None:  # given: already folded with the cross-encoder's scores
