@@ -101,3 +101,23 @@ def test_confirmation_sources_and_loss_message():
     message = describe_loss("downgrade below 0001", rows)
     assert message.startswith("downgrade below 0001 deletes 25 collections, 25 documents and 25,000 sentences (")
     assert "c19: 1 document, 1,000 sentences; and 5 more)" in message and "c20:" not in message
+
+
+def test_database_migrated_by_a_newer_version_is_refused_clearly(db_url, embedder):
+    """A rolling deploy or a rolled-back library meets a schema newer than it knows: a clear
+    error naming the revision and what to do (not Alembic's "Can't locate revision"), no change."""
+    url = _fresh_database(db_url, "migration_newer_test")
+    with db.connect(url, autocommit=True) as conn:
+        _populate(conn, embedder)
+        conn.execute("UPDATE windowrag.alembic_version SET version_num = '9001'")
+    with pytest.raises(db.DatabaseError) as info:
+        db.connect(url, autocommit=True)
+    message = str(info.value)
+    assert "revision 9001" in message and f"its newest is {db.head_revision()}" in message
+    assert "newer windowrag-pg" in message and "nothing was changed" in message
+    assert "migration_newer_test" in message
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert conn.execute("SELECT version_num FROM windowrag.alembic_version").fetchone()[0] == "9001"
+        assert conn.execute("SELECT count(*) FROM windowrag.sentences").fetchone()[0] == 6
+    with psycopg.connect(db_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier("migration_newer_test")))

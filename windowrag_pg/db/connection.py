@@ -118,12 +118,35 @@ def current_revision(conn: psycopg.Connection) -> str | None:
 
 def upgrade(conn: psycopg.Connection, revision: str = "head") -> None:
     """Run Alembic migrations up to REVISION (a no-op when already there)."""
-    target = head_revision() if revision == "head" else revision
-    if current_revision(conn) == target:
+    head = head_revision()
+    target = head if revision == "head" else revision
+    current = current_revision(conn)
+    if current == target:
         if not conn.autocommit:
             conn.rollback()
         return
+    if current is not None and not _known_revision(current):
+        # a newer windowrag-pg migrated this database (a rolling deploy, a library rolled back):
+        # Alembic would fail with "Can't locate revision"; say what happened and change nothing
+        if not conn.autocommit:
+            conn.rollback()
+        raise DatabaseError(
+            f"the schema of {_redact(_connection_url(conn))} is at revision {current}, which this windowrag-pg "
+            f"does not know (its newest is {head}): a newer windowrag-pg migrated it. Install that version "
+            f"here, or have it downgrade the database to {head} first (alembic downgrade {head}); nothing "
+            f"was changed"
+        )
     _run_alembic(conn, "upgrade", revision)
+
+
+def _known_revision(revision: str) -> bool:
+    from alembic.script import ScriptDirectory
+    from alembic.util import CommandError
+
+    try:
+        return ScriptDirectory.from_config(_alembic_config()).get_revision(revision) is not None
+    except CommandError:
+        return False
 
 
 def check_revision(conn: psycopg.Connection) -> None:
