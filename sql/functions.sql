@@ -304,6 +304,11 @@ END $$;
 -- opens a new segment while fewer than k exist. The walk stops at the first hit that would
 -- open a (k+1)-th segment, so the hits used are the shortest prefix of the ranking that fills
 -- k segments. No sentence is ever in two segments.
+-- plan_cache_mode: generic plans for its statements (and those of the functions it calls). In
+-- the default mode PostgreSQL re-planned them on every call, judging a generic plan costlier than
+-- one made for the call's values (the final statement's arrays are constants in a custom plan),
+-- though both are the same index probes and range scans: -0.6 to -0.9 ms p50 a call at 100k,
+-- hybrid, BM25, filtered or clamped to documents alike (migration 0015, docs/performance.md).
 CREATE OR REPLACE FUNCTION windowrag.search_windows(
     collection text, query_text text, query_embedding vector,
     k integer DEFAULT 5, window_size integer DEFAULT 3, mode text DEFAULT 'hybrid',
@@ -315,7 +320,7 @@ RETURNS TABLE (
     segment_rank integer, document_id bigint, external_id text, title text, section_path text[],
     first_ordinal integer, last_ordinal integer, start_char integer, end_char integer,
     text text, score float8, token_count integer, hits jsonb)
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
     hit record;

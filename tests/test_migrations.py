@@ -121,3 +121,31 @@ def test_database_migrated_by_a_newer_version_is_refused_clearly(db_url, embedde
         assert conn.execute("SELECT count(*) FROM windowrag.sentences").fetchone()[0] == 6
     with psycopg.connect(db_url, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier("migration_newer_test")))
+
+
+def _search_windows_settings(conn) -> list[str]:
+    return conn.execute("SELECT coalesce(proconfig, '{}') FROM pg_proc WHERE oid = "
+                        "'windowrag.search_windows(text, text, vector, integer, integer, text, integer, text, "
+                        "integer, float8, float8, bigint[], integer, float8, float8, integer)'::regprocedure"
+                        ).fetchone()[0]
+
+
+def test_0015_generic_plans_for_search_windows_down_and_up(db_url, embedder):
+    """0015 gives search_windows generic plans; its downgrade gives back 0014's function (same
+    results either way) and the upgrade the live one."""
+    url = _fresh_database(db_url, "migration_0015_test")
+    with db.connect(url, autocommit=True) as conn:
+        _populate(conn, embedder)
+        vector = embedder.embed_query("second sentence")
+        query = ("SELECT document_id, first_ordinal, last_ordinal, text FROM windowrag.search_windows("
+                 "'m', 'second sentence', %s::vector)")
+        at_head = conn.execute(query, [str(vector.tolist())]).fetchall()
+        assert at_head and _search_windows_settings(conn) == ["plan_cache_mode=force_generic_plan"]
+        db.downgrade(conn, "0014")
+        assert _search_windows_settings(conn) == []
+        assert conn.execute(query, [str(vector.tolist())]).fetchall() == at_head
+        db.upgrade(conn)
+        assert _search_windows_settings(conn) == ["plan_cache_mode=force_generic_plan"]
+        assert conn.execute(query, [str(vector.tolist())]).fetchall() == at_head
+    with psycopg.connect(db_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier("migration_0015_test")))
