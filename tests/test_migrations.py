@@ -116,7 +116,9 @@ def test_database_migrated_by_a_newer_version_is_refused_clearly(db_url, embedde
     assert "revision 9001" in message and f"its newest is {db.head_revision()}" in message
     assert "newer windowrag-pg" in message and "nothing was changed" in message
     assert "migration_newer_test" in message
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(url, autocommit=True) as conn:  # a replica's check says the same
+        with pytest.raises(db.DatabaseError, match="revision 9001, which this windowrag-pg does not know"):
+            db.check_revision(conn)
         assert conn.execute("SELECT version_num FROM windowrag.alembic_version").fetchone()[0] == "9001"
         assert conn.execute("SELECT count(*) FROM windowrag.sentences").fetchone()[0] == 6
     with psycopg.connect(db_url, autocommit=True) as admin:

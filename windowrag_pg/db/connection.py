@@ -126,16 +126,10 @@ def upgrade(conn: psycopg.Connection, revision: str = "head") -> None:
             conn.rollback()
         return
     if current is not None and not _known_revision(current):
-        # a newer windowrag-pg migrated this database (a rolling deploy, a library rolled back):
         # Alembic would fail with "Can't locate revision"; say what happened and change nothing
         if not conn.autocommit:
             conn.rollback()
-        raise DatabaseError(
-            f"the schema of {_redact(_connection_url(conn))} is at revision {current}, which this windowrag-pg "
-            f"does not know (its newest is {head}): a newer windowrag-pg migrated it. Install that version "
-            f"here, or have it downgrade the database to {head} first (alembic downgrade {head}); nothing "
-            f"was changed"
-        )
+        raise _newer_schema_error(conn, current, head)
     _run_alembic(conn, "upgrade", revision)
 
 
@@ -149,11 +143,23 @@ def _known_revision(revision: str) -> bool:
         return False
 
 
+def _newer_schema_error(conn: psycopg.Connection, current: str, head: str) -> DatabaseError:
+    """A newer windowrag-pg migrated this database (a rolling deploy, a library rolled back)."""
+    return DatabaseError(
+        f"the schema of {_redact(_connection_url(conn))} is at revision {current}, which this windowrag-pg "
+        f"does not know (its newest is {head}): a newer windowrag-pg migrated it. Install that version "
+        f"here, or have it downgrade the database to {head} first (alembic downgrade {head}); nothing "
+        f"was changed"
+    )
+
+
 def check_revision(conn: psycopg.Connection) -> None:
     """Refuse a database whose schema is not at the library's head (without migrating it)."""
     current, head = current_revision(conn), head_revision()
     if not conn.autocommit:
         conn.rollback()
+    if current is not None and current != head and not _known_revision(current):
+        raise _newer_schema_error(conn, current, head)
     if current != head:
         raise DatabaseError(
             f"the schema of {_redact(_connection_url(conn))} is at revision {current or 'none'}, the library "
