@@ -323,6 +323,7 @@ def windowrag_row_of(conn, plan: Plan) -> dict[int, int]:
 
 def recall(wr, bare, plan: Plan, qvecs: np.ndarray) -> dict[int, tuple[float, float, float, float]]:
     truth = exact_top(plan.vectors, qvecs)
+    truth_units = [set(plan.source[list(t)]) for t in truth]
     row_of = windowrag_row_of(wr, plan)
     result = {}
     for ef in (EF_DEFAULT, 200, 400):
@@ -335,8 +336,8 @@ def recall(wr, bare, plan: Plan, qvecs: np.ndarray) -> dict[int, tuple[float, fl
         rows = tuple(float(np.mean([len(f & t) / K for f, t in zip(found, truth)])) for found in (found_wr, found_bare))
         # the same at the level of the real sentences the rows copy: the share of the distinct
         # sentences among the exact top 5 of which a copy was returned (copies are the same evidence)
-        units = tuple(float(np.mean([len(set(plan.source[list(f)]) & set(plan.source[list(t)])) / len(set(plan.source[list(t)]))
-                                     for f, t in zip(found, truth)])) for found in (found_wr, found_bare))
+        units = tuple(float(np.mean([len(set(plan.source[list(f)]) & u) / len(u) for f, u in zip(found, truth_units)]))
+                      for found in (found_wr, found_bare))
         result[ef] = rows + units
     bare.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(EF_DEFAULT)])
     return result

@@ -9,8 +9,9 @@ judged a generic plan costlier than one made for the call's values, although bot
 index probes and range scans. The function now carries `SET plan_cache_mode =
 force_generic_plan`: the same rows (compared on 1,320 calls at 100k sentences: hybrid, dense,
 BM25, filtered, clamped to documents, with max_sentences), −0.6 to −0.9 ms p50 a call
-(docs/performance.md). The upgrade installs sql/functions.sql; the downgrade re-installs 0014's
-search_windows (migrations/versions/0015_functions.sql). No data changes.
+(docs/performance.md). The upgrade installs sql/functions.sql; the downgrade resets the setting
+(migrations/versions/0015_functions.sql), which gives back 0014's search_windows: its body did
+not change. No data changes.
 """
 from alembic import op
 
