@@ -75,6 +75,9 @@ DECLARE
     exact_sums boolean;
     whole_postings bigint;
     cut_postings bigint;
+    shortlist_length integer;
+    shortlist_ids bigint[];
+    shortlist_sums float8[];
     -- re-scoring one shortlisted candidate (a row fetch and its tsvector) costs about as much
     -- as reading, weighing and summing this many postings (docs/performance.md, 0013 section)
     rescore_cost CONSTANT integer := 12;
@@ -111,42 +114,70 @@ BEGIN
         -- re-scoring the shortlist (so always when every list is within per_term_limit).
         exact_sums := stale = 0
             AND whole_postings <= cut_postings + rescore_cost * coalesce(shortlist_size, greatest(4 * n, 200));
+        shortlist_length := coalesce(shortlist_size, greatest(4 * n, 200));
+        -- phase 1: each term's strongest postings (all of them when exact_sums), each with its
+        -- exact part of the score, read from the term's packed blocks (impact order: block 0
+        -- holds the strongest) and from the postings written since the last pack, summed per
+        -- sentence: its exact score when exact_sums, otherwise a lower bound (the parts of cut
+        -- lists not read are missing). The best shortlist_length sums go on to phase 2.
+        IF to_regtype('windowrag_native.bm25_sums') IS NOT NULL THEN
+            -- The optional C extension (sql/native) weighs and sums whole blocks: the same
+            -- postings and formula, without an executor row per posting (~0.7 µs each).
+            SELECT (r.sums).sentence_ids, (r.sums).sums INTO shortlist_ids, shortlist_sums
+            FROM (SELECT windowrag_native.bm25_sums(x.sentence_ids, x.tfs, x.lengths, x.idf,
+                                                    avg_length, k1, b, shortlist_length) AS sums
+                  FROM (SELECT t.lexeme, t.idf, CASE WHEN exact_sums THEN NULL ELSE t.list_length END AS list_length
+                        FROM unnest(term_lexemes, term_idfs, term_lengths) AS t (lexeme, idf, list_length)) q
+                  CROSS JOIN LATERAL (
+                      (SELECT blk.sentence_ids, blk.tfs, blk.lengths, q.idf FROM windowrag.bm25_blocks blk
+                       WHERE blk.collection_id = cid AND blk.lexeme = q.lexeme
+                       ORDER BY blk.block
+                       LIMIT (q.list_length + 127) / 128)  -- 128 postings a block
+                      UNION ALL
+                      SELECT array_agg(p.sentence_id), array_agg(p.tf::smallint), array_agg(p.doc_length), q.idf
+                      FROM (SELECT p.sentence_id, p.tf, p.doc_length FROM windowrag.bm25_postings p
+                            WHERE p.collection_id = cid AND p.lexeme = q.lexeme
+                            ORDER BY p.impact DESC
+                            LIMIT q.list_length) p) x) r;
+        ELSE
+            SELECT array_agg(sl.sentence_id ORDER BY sl.w DESC, sl.sentence_id),
+                   array_agg(sl.w ORDER BY sl.w DESC, sl.sentence_id)
+              INTO shortlist_ids, shortlist_sums
+            FROM (
+                SELECT top.sentence_id, sum(top.w) AS w
+                FROM (
+                    SELECT t.sentence_id,
+                           q.idf * windowrag.bm25_term_weight(t.tf, t.doc_length, avg_length, k1, b) AS w
+                    FROM (SELECT t.lexeme, t.idf, CASE WHEN exact_sums THEN NULL ELSE t.list_length END AS list_length
+                          FROM unnest(term_lexemes, term_idfs, term_lengths) AS t (lexeme, idf, list_length)) q
+                    CROSS JOIN LATERAL (
+                        SELECT x.sentence_id, x.tf, x.doc_length FROM (
+                            (SELECT p.sentence_id, p.tf, p.doc_length FROM windowrag.bm25_postings p
+                             WHERE p.collection_id = cid AND p.lexeme = q.lexeme
+                             ORDER BY p.impact DESC
+                             LIMIT q.list_length)
+                            UNION ALL
+                            -- unnest in the select list streams the three arrays in step; unnest(a, b, c)
+                            -- in FROM would copy each block into a tuplestore first (-14% p50 at 100k)
+                            SELECT unnest(bl.sentence_ids), unnest(bl.tfs)::integer, unnest(bl.lengths)
+                            FROM (SELECT blk.sentence_ids, blk.tfs, blk.lengths FROM windowrag.bm25_blocks blk
+                                  WHERE blk.collection_id = cid AND blk.lexeme = q.lexeme
+                                  ORDER BY blk.block
+                                  LIMIT (q.list_length + 127) / 128) bl  -- 128 postings a block
+                        ) x) t  -- (up to 127 postings past list_length from the last block: more candidates, no sort)
+                ) top
+                GROUP BY top.sentence_id
+                -- (Rounded below, not here: float8 -> numeric costs ~1 µs, and there may be
+                -- thousands of sums. The shortlist holds the top n by the rounded scores unless
+                -- more than shortlist_length - n sums tie with the n-th within 1e-9.)
+                ORDER BY sum(top.w) DESC, top.sentence_id
+                LIMIT shortlist_length) sl;
+        END IF;
         RETURN QUERY
         WITH q AS (
-            SELECT t.lexeme, t.idf, CASE WHEN exact_sums THEN NULL ELSE t.list_length END AS list_length
-            FROM unnest(term_lexemes, term_idfs, term_lengths) AS t (lexeme, idf, list_length)
-        ), top AS (
-            -- phase 1: each term's strongest postings, each with its exact part of the score,
-            -- read from the term's packed blocks (impact order: block 0 holds the strongest)
-            -- and from the postings written since the last pack ...
-            SELECT t.sentence_id,
-                   q.idf * windowrag.bm25_term_weight(t.tf, t.doc_length, avg_length, k1, b) AS w
-            FROM q CROSS JOIN LATERAL (
-                SELECT x.sentence_id, x.tf, x.doc_length FROM (
-                    (SELECT p.sentence_id, p.tf, p.doc_length FROM windowrag.bm25_postings p
-                     WHERE p.collection_id = cid AND p.lexeme = q.lexeme
-                     ORDER BY p.impact DESC
-                     LIMIT q.list_length)
-                    UNION ALL
-                    -- unnest in the select list streams the three arrays in step; unnest(a, b, c)
-                    -- in FROM would copy each block into a tuplestore first (-14% p50 at 100k)
-                    SELECT unnest(bl.sentence_ids), unnest(bl.tfs)::integer, unnest(bl.lengths)
-                    FROM (SELECT blk.sentence_ids, blk.tfs, blk.lengths FROM windowrag.bm25_blocks blk
-                          WHERE blk.collection_id = cid AND blk.lexeme = q.lexeme
-                          ORDER BY blk.block
-                          LIMIT (q.list_length + 127) / 128) bl  -- 128 postings a block
-                ) x) t  -- (up to 127 postings past list_length from the last block: more candidates, no sort)
+            SELECT t.lexeme, t.idf FROM unnest(term_lexemes, term_idfs) AS t (lexeme, idf)
         ), shortlist AS (
-            -- ... summed per sentence: its exact score when exact_sums, otherwise a lower bound
-            -- (the parts of cut lists not read are missing); the best shortlist_size go on.
-            -- (Rounded below, not here: float8 -> numeric costs ~1 µs, and there may be
-            -- thousands of sums. The shortlist holds the top n by the rounded scores unless
-            -- more than shortlist_size - n sums tie with the n-th within 1e-9.)
-            SELECT top.sentence_id, sum(top.w) AS w
-            FROM top
-            GROUP BY top.sentence_id
-            ORDER BY sum(top.w) DESC, top.sentence_id
-            LIMIT coalesce(shortlist_size, greatest(4 * n, 200))
+            SELECT sl.sentence_id, sl.w FROM unnest(shortlist_ids, shortlist_sums) AS sl (sentence_id, w)
         ), scored AS (
             SELECT sl.sentence_id, round(sl.w::numeric, 9)::float8 AS score
             FROM shortlist sl

@@ -133,7 +133,8 @@ def test_the_automatic_choice_and_the_python_override(conn, embedder, collection
     # an index lost (an interrupted bulk load): doctor reports it, --fix / the next ingest builds it
     collection = get_collection(conn, other)
     conn.execute(f"DROP INDEX windowrag.{collection_index_name(collection)}")
-    failed = [c for c in run_checks(conn) if not c.ok]
+    # (checks of this collection and of the server; other tests' collections may be broken on purpose)
+    failed = [c for c in run_checks(conn) if not c.ok and (repr(other) in c.name or "'" not in c.name)]
     assert [c.name for c in failed] == [f"HNSW index of {other!r}"] and "missing" in failed[0].detail
     assert other in repair_indexes(conn) and index_state(conn, other) == "valid"
     assert all(c.ok for c in run_checks(conn) if other in c.name)

@@ -19,6 +19,8 @@ from windowrag_pg.db.data_loss import DataLossNotConfirmed, describe_loss, is_co
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.sources import SourceDocument
 
+from .conftest import scratch_database
+
 ALEMBIC_INI = Path(__file__).resolve().parent.parent / "migrations" / "alembic.ini"
 
 
@@ -151,3 +153,21 @@ def test_0015_generic_plans_for_search_windows_down_and_up(db_url, embedder):
         assert conn.execute(query, [str(vector.tolist())]).fetchall() == at_head
     with psycopg.connect(db_url, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier("migration_0015_test")))
+
+
+def test_0016_native_bm25_sums_down_and_up(db_url, embedder):
+    """0016 creates windowrag_native (the server has it: the test command builds it) and bm25_search
+    uses it; its downgrade gives back 0015's bm25_search and drops the extension; same rows."""
+    from windowrag_pg.db.native import native_state
+
+    with scratch_database(db_url, "migration_0016_test") as url, db.connect(url, autocommit=True) as conn:
+        _populate(conn, embedder)
+        query = "SELECT sentence_id, score, rank FROM windowrag.bm25_search('n', 'one more another last')"
+        at_head = conn.execute(query).fetchall()
+        assert len(at_head) == 3 and native_state(conn)[0] == "1.0"
+        db.downgrade(conn, "0015")
+        assert native_state(conn)[0] is None
+        assert conn.execute(query).fetchall() == at_head
+        db.upgrade(conn)
+        assert native_state(conn)[0] == "1.0"
+        assert conn.execute(query).fetchall() == at_head

@@ -148,6 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "then check again")
     p.set_defaults(handler=cmd_doctor)
 
+    p = sub.add_parser("native-install",
+                       help="build and install the optional windowrag_native extension (BM25 sums in C; needs make and cc)")
+    p.add_argument("--pg-config", type=Path, default=None,
+                   help="pg_config of the server to install into (default: the embedded server's)")
+    p.set_defaults(handler=cmd_native_install)
+
     p = sub.add_parser("server-stop", help="stop the embedded server")
     p.set_defaults(handler=cmd_server_stop)
 
@@ -415,7 +421,7 @@ def cmd_db_url(args) -> int:
 def cmd_doctor(args) -> int:
     from rich.console import Console
 
-    from .doctor import repair_bm25, repair_indexes, run_checks
+    from .doctor import repair_bm25, repair_indexes, repair_native, run_checks
 
     console = Console()
     with _connect(args) as conn:
@@ -424,6 +430,8 @@ def cmd_doctor(args) -> int:
                 console.print(f"fixed HNSW index of {name!r}: built")
             for name in repair_bm25(conn):
                 console.print(f"fixed BM25 statistics of {name!r}: recounted and packed")
+            if repair_native(conn):
+                console.print("fixed BM25 sums in C: CREATE EXTENSION windowrag_native")
         checks = run_checks(conn)
     for check in checks:
         mark = "[green]ok[/green]  " if check.ok else "[red]FAIL[/red]"
@@ -431,6 +439,19 @@ def cmd_doctor(args) -> int:
     failed = sum(not c.ok for c in checks)
     console.print(f"{len(checks) - failed} ok, {failed} failed")
     return 1 if failed else 0
+
+
+def cmd_native_install(args) -> int:
+    from .db.native import NativeBuildError, install_native
+
+    try:
+        libdir = install_native(args.pg_config)
+    except NativeBuildError as exc:
+        print(f"windowrag: {exc}", file=sys.stderr)
+        return 1
+    print(f"installed windowrag_native into {libdir}; databases migrated from now on create it, "
+          "existing ones with `windowrag doctor --fix` (or CREATE EXTENSION windowrag_native)")
+    return 0
 
 
 def cmd_server_stop(args) -> int:

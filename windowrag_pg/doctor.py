@@ -9,6 +9,7 @@ import psycopg
 from psycopg import sql
 
 from .db import connection as db
+from .db.native import create_native, native_state
 from .db.sqlfiles import load_sql
 from .store.bm25 import pack_counts, pack_due, rebuild_bm25
 from .store.collections import (
@@ -29,7 +30,7 @@ class Check:
 
 
 def run_checks(conn: psycopg.Connection) -> list[Check]:
-    checks = [_server(conn), _pgvector(conn), _migrations(conn)]
+    checks = [_server(conn), _pgvector(conn), _migrations(conn), _native(conn)]
     checks += _indexes(conn)
     checks += _bm25(conn)
     return checks
@@ -54,6 +55,24 @@ def _migrations(conn) -> Check:
     current, head = db.current_revision(conn), db.head_revision()
     ok = current == head
     return Check("migrations", ok, f"at {current}, head {head}", "" if ok else "run: alembic -c migrations/alembic.ini upgrade head")
+
+
+def _native(conn) -> Check:
+    # optional: without it bm25_search sums postings in SQL (same rows, slower), so never a failure
+    installed, available = native_state(conn)
+    if installed:
+        return Check("BM25 sums in C", True, f"windowrag_native {installed}")
+    if available:
+        return Check("BM25 sums in C", True, "windowrag_native is on the server but not in this database (SQL sums)",
+                     "windowrag doctor --fix")
+    return Check("BM25 sums in C", True, "windowrag_native not installed (SQL sums, slower)",
+                 "windowrag native-install (on the server's machine; needs make and cc)")
+
+
+def repair_native(conn: psycopg.Connection) -> bool:
+    """Create windowrag_native in this database when the server has it but the database does not."""
+    installed, available = native_state(conn)
+    return installed is None and available and create_native(conn)
 
 
 def _indexes(conn) -> list[Check]:
