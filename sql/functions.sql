@@ -54,13 +54,18 @@ $$;
 -- matching sentence only when a list was cut (docs/performance.md measures it: agreement with
 -- exhaustive scoring, and what it costs the hybrid ranking).
 -- With a filter, every matching sentence of those documents is scored exactly (GIN).
+-- With the optional windowrag_native extension (sql/native, migration 0016) the postings are
+-- weighed and summed in C, ~10x cheaper a posting than as SQL rows: the same sums, and whole
+-- lists are read more often instead of re-scoring a shortlist (the ranking is then exact).
+-- plan_cache_mode: generic plans; custom plans re-planned its statements on every call (-0.86 ms
+-- p50 a direct call at 100k; within search_windows, which sets it, no change).
 CREATE OR REPLACE FUNCTION windowrag.bm25_search(
     collection text, query_text text, n integer DEFAULT 50,
     document_ids bigint[] DEFAULT NULL,
     k1 float8 DEFAULT 1.2, b float8 DEFAULT 0.75, per_term_limit integer DEFAULT 2000,
     shortlist_size integer DEFAULT NULL)
 RETURNS TABLE (sentence_id bigint, score float8, rank integer)
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
     cid integer := windowrag.collection_id(collection);
@@ -78,9 +83,11 @@ DECLARE
     shortlist_length integer;
     shortlist_ids bigint[];
     shortlist_sums float8[];
+    native boolean := to_regtype('windowrag_native.bm25_sums') IS NOT NULL;
     -- re-scoring one shortlisted candidate (a row fetch and its tsvector) costs about as much
-    -- as reading, weighing and summing this many postings (docs/performance.md, 0013 section)
-    rescore_cost CONSTANT integer := 12;
+    -- as reading, weighing and summing this many postings: 12 in SQL (docs/performance.md, 0013
+    -- section), ~100 in C (0016)
+    rescore_cost integer := CASE WHEN native THEN 100 ELSE 12 END;
 BEGIN
     PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, n => n);
     SELECT c.ts_config INTO config FROM windowrag.collections c WHERE c.id = cid;
@@ -114,13 +121,16 @@ BEGIN
         -- re-scoring the shortlist (so always when every list is within per_term_limit).
         exact_sums := stale = 0
             AND whole_postings <= cut_postings + rescore_cost * coalesce(shortlist_size, greatest(4 * n, 200));
-        shortlist_length := coalesce(shortlist_size, greatest(4 * n, 200));
+        -- exact sums need no re-scoring, only rounding (float8 -> numeric, ~1 µs each): the top
+        -- n and a margin for sums that tie with the n-th once rounded
+        shortlist_length := CASE WHEN exact_sums THEN n + 16
+                                 ELSE coalesce(shortlist_size, greatest(4 * n, 200)) END;
         -- phase 1: each term's strongest postings (all of them when exact_sums), each with its
         -- exact part of the score, read from the term's packed blocks (impact order: block 0
         -- holds the strongest) and from the postings written since the last pack, summed per
         -- sentence: its exact score when exact_sums, otherwise a lower bound (the parts of cut
         -- lists not read are missing). The best shortlist_length sums go on to phase 2.
-        IF to_regtype('windowrag_native.bm25_sums') IS NOT NULL THEN
+        IF native THEN
             -- The optional C extension (sql/native) weighs and sums whole blocks: the same
             -- postings and formula, without an executor row per posting (~0.7 µs each).
             SELECT (r.sums).sentence_ids, (r.sums).sums INTO shortlist_ids, shortlist_sums
@@ -167,9 +177,9 @@ BEGIN
                         ) x) t  -- (up to 127 postings past list_length from the last block: more candidates, no sort)
                 ) top
                 GROUP BY top.sentence_id
-                -- (Rounded below, not here: float8 -> numeric costs ~1 µs, and there may be
-                -- thousands of sums. The shortlist holds the top n by the rounded scores unless
-                -- more than shortlist_length - n sums tie with the n-th within 1e-9.)
+                -- (Rounded below, not here: there may be thousands of sums. The shortlist holds
+                -- the top n by the rounded scores unless more than shortlist_length - n sums tie
+                -- with the n-th within 1e-9; identical sentences have identical sums.)
                 ORDER BY sum(top.w) DESC, top.sentence_id
                 LIMIT shortlist_length) sl;
         END IF;

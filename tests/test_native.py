@@ -1,6 +1,8 @@
 """The optional windowrag_native extension (sql/native): BM25 sums in C. bm25_search must return
 the same rows with it as with its SQL phase 1 (the extension dropped inside a rolled-back
-transaction), on whole lists, cut lists, posting rows not yet packed and stale postings.
+transaction), on whole lists, cut lists, posting rows not yet packed and stale postings. (With
+the extension a cut list is read whole more often, which only makes the ranking exact; the cases
+here take the same path both ways: test_bm25_blocks.py checks where each one cuts.)
 The README's test command builds it (`windowrag native-install`) before the tests."""
 from __future__ import annotations
 

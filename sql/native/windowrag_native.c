@@ -145,7 +145,7 @@ bm25_sums_step(PG_FUNCTION_ARGS)
 		MemoryContext old = MemoryContextSwitchTo(aggcontext);
 
 		state = palloc_object(SumsState);
-		init_slots(state, 1024);
+		init_slots(state, 8192);	/* a query's postings at 100k: median ~4,000 */
 		state->keep = PG_ARGISNULL(8) ? 0 : PG_GETARG_INT32(8);
 		MemoryContextSwitchTo(old);
 	}
