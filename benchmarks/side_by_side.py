@@ -65,6 +65,7 @@ import query as q  # noqa: E402  benchmarks/query.py: real units, vectors, serve
 
 from windowrag_pg.db.connection import connect  # noqa: E402
 from windowrag_pg.db.embedded import stop_embedded  # noqa: E402
+from windowrag_pg.db.native import native_state  # noqa: E402
 from windowrag_pg.db.sqlfiles import load_sql  # noqa: E402
 from windowrag_pg.embed import get_embedder  # noqa: E402
 from windowrag_pg.embed.base import Embedder, EmbeddingError  # noqa: E402
@@ -423,6 +424,7 @@ def main() -> None:
         wr = connect(urls["windowrag"], autocommit=True)
         wr.execute("SET statement_timeout = 0")
         sizes = {"windowrag-pg": relation_bytes(wr, "windowrag"), "bare SQL": relation_bytes(bare, "public")}
+        native = native_state(wr)[0]
         settings = q.settings_table(wr)
 
         bare.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(EF_DEFAULT)])
@@ -462,6 +464,7 @@ def main() -> None:
         f"units, the rest noisy copies, sigma {args.noise}, seed {args.seed}); incremental sample "
         f"{len(extra.source):,} sentences in {len(extra.documents):,} documents",
         f"- windowrag collection's vector index: {args.vector_index}",
+        f"- BM25 sums: {f'in C (windowrag_native {native})' if native else 'in SQL (windowrag_native not installed)'}",
         f"- queries: {args.queries} SQuAD dev questions after {args.warmup} warm-up, interleaved, prepare=False, "
         "embedding excluded",
         "", "Server settings (both servers):", "", *settings,

@@ -55,8 +55,9 @@ $$;
 -- exhaustive scoring, and what it costs the hybrid ranking).
 -- With a filter, every matching sentence of those documents is scored exactly (GIN).
 -- With the optional windowrag_native extension (sql/native, migration 0016) the postings are
--- weighed and summed in C, ~10x cheaper a posting than as SQL rows: the same sums, and whole
--- lists are read more often instead of re-scoring a shortlist (the ranking is then exact).
+-- weighed and summed in C, ~10x cheaper a posting than as SQL rows, and a cut list's shortlist
+-- is re-scored in C from the tsvectors: the same scores; whole lists are read more often
+-- instead of re-scoring (the ranking is then exact).
 -- plan_cache_mode: generic plans; custom plans re-planned its statements on every call (-0.86 ms
 -- p50 a direct call at 100k; within search_windows, which sets it, no change).
 CREATE OR REPLACE FUNCTION windowrag.bm25_search(
@@ -183,30 +184,33 @@ BEGIN
                 ORDER BY sum(top.w) DESC, top.sentence_id
                 LIMIT shortlist_length) sl;
         END IF;
+        -- phase 2 (lists cut): each candidate's exact score from its own tsvector (one row fetch
+        -- per candidate; the join also drops packed postings of deleted sentences)
+        IF NOT exact_sums AND native THEN
+            -- in C: the tsvector read in place (SQL unnests it and joins it to the query terms);
+            -- a candidate without a query term has no row there, nor here
+            SELECT array_agg(x.sentence_id), array_agg(x.score) INTO shortlist_ids, shortlist_sums
+            FROM (SELECT sl.sentence_id,
+                         windowrag_native.bm25_score(s.tsv, term_lexemes, term_idfs, s.bm25_length,
+                                                     avg_length, k1, b) AS score
+                  FROM unnest(shortlist_ids) AS sl (sentence_id)
+                  JOIN windowrag.sentences s ON s.id = sl.sentence_id) x
+            WHERE x.score > 0;
+        ELSIF NOT exact_sums THEN
+            SELECT array_agg(x.sentence_id), array_agg(x.score) INTO shortlist_ids, shortlist_sums
+            FROM (SELECT sl.sentence_id,
+                         sum(q.idf * windowrag.bm25_term_weight(cardinality(u.positions), s.bm25_length,
+                                                                avg_length, k1, b)) AS score
+                  FROM unnest(shortlist_ids) AS sl (sentence_id)
+                  JOIN windowrag.sentences s ON s.id = sl.sentence_id
+                  CROSS JOIN LATERAL unnest(s.tsv) u
+                  JOIN unnest(term_lexemes, term_idfs) AS q (lexeme, idf) ON q.lexeme = u.lexeme
+                  GROUP BY sl.sentence_id) x;
+        END IF;
         RETURN QUERY
-        WITH q AS (
-            SELECT t.lexeme, t.idf FROM unnest(term_lexemes, term_idfs) AS t (lexeme, idf)
-        ), shortlist AS (
-            SELECT sl.sentence_id, sl.w FROM unnest(shortlist_ids, shortlist_sums) AS sl (sentence_id, w)
-        ), scored AS (
-            SELECT sl.sentence_id, round(sl.w::numeric, 9)::float8 AS score
-            FROM shortlist sl
-            WHERE exact_sums
-            UNION ALL
-            -- phase 2: exact scores from each candidate's own tsvector (one row fetch per
-            -- candidate; the join also drops packed postings of deleted sentences)
-            SELECT sl.sentence_id,
-                   round(sum(q.idf * windowrag.bm25_term_weight(cardinality(u.positions), s.bm25_length,
-                                                                avg_length, k1, b))::numeric, 9)::float8
-            FROM shortlist sl
-            JOIN windowrag.sentences s ON s.id = sl.sentence_id
-            CROSS JOIN LATERAL unnest(s.tsv) u
-            JOIN q ON q.lexeme = u.lexeme
-            WHERE NOT exact_sums
-            GROUP BY sl.sentence_id
-        )
         SELECT sc.sentence_id, sc.score, (row_number() OVER (ORDER BY sc.score DESC, sc.sentence_id))::integer
-        FROM scored sc
+        FROM (SELECT u.sentence_id, round(u.w::numeric, 9)::float8 AS score
+              FROM unnest(shortlist_ids, shortlist_sums) AS u (sentence_id, w)) sc
         ORDER BY sc.score DESC, sc.sentence_id
         LIMIT n;
     ELSE

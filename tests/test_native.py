@@ -80,6 +80,32 @@ def test_bm25_sums_names_bad_blocks(conn, rows, problem):
         conn.execute(SUMS.format(rows=rows), [8.0, 0])
 
 
+SQL_SCORE = """
+SELECT s.id, sum(q.idf * windowrag.bm25_term_weight(cardinality(u.positions), s.bm25_length, %(avg)s, 1.2, 0.75))
+FROM windowrag.sentences s CROSS JOIN LATERAL unnest(s.tsv) u
+JOIN unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS q (lexeme, idf) ON q.lexeme = u.lexeme
+WHERE s.collection_id = %(cid)s GROUP BY s.id"""
+C_SCORE = """
+SELECT s.id, windowrag_native.bm25_score(s.tsv, %(lexemes)s, %(idfs)s, s.bm25_length, %(avg)s, 1.2, 0.75)
+FROM windowrag.sentences s WHERE s.collection_id = %(cid)s"""
+
+
+def test_bm25_score_reads_the_tsvector_as_sql_does(conn, embedder, collection_name):
+    assert not Ingestor(conn, collection=collection_name, embedder=embedder).ingest(port_documents(4)).errors
+    # 'cargo' repeats in a sentence (tf up to 4), 'zebra' is in none, 'berth' in every one
+    values = {"lexemes": ["cargo", "zebra", "berth", "crane"], "idfs": [2.5, 9.0, 0.25, 0.5],
+              "avg": 11.5, "cid": get_collection(conn, collection_name).id}
+    in_sql = dict(conn.execute(SQL_SCORE, values).fetchall())
+    in_c = dict(conn.execute(C_SCORE, values).fetchall())
+    assert len(in_c) == 48 and in_sql.keys() == in_c.keys()
+    assert all(math.isclose(in_c[i], in_sql[i], rel_tol=1e-12) for i in in_c)
+    assert len({round(v, 6) for v in in_c.values()}) > 3  # tf and lengths differ between sentences
+    nothing = conn.execute(C_SCORE, {**values, "lexemes": ["zebra"], "idfs": [1.0]}).fetchall()
+    assert {score for _, score in nothing} == {0.0}
+    with pytest.raises(psycopg.Error, match=r"bm25_score: lexemes and idfs differ in length \(2, 1\)"):
+        conn.execute(C_SCORE, {**values, "lexemes": ["cargo", "crane"], "idfs": [1.0]})
+
+
 def sql_phase_results(conn, name: str, **options):
     """bm25_search's rows with its SQL phase 1 (the extension dropped, then restored by rollback)."""
     with conn.transaction(force_rollback=True):
@@ -90,6 +116,8 @@ def sql_phase_results(conn, name: str, **options):
 def test_same_rows_with_and_without_the_extension(conn, embedder, collection_name):
     # posting rows not yet packed
     assert not Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest(port_documents(15)).errors
+    # (re-scoring a cut list's shortlist in C: test_bm25_score_reads_the_tsvector_as_sql_does, and
+    # test_bm25_blocks.py's case where the extension cuts and re-scores)
     cases = [{}, {"n": 5, "per_term_limit": 10, "shortlist_size": 20}, {"n": 3, "per_term_limit": 1}]
     for options in cases:
         assert bm25_results(conn, collection_name, **options) == sql_phase_results(conn, collection_name, **options)

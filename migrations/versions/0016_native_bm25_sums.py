@@ -4,13 +4,16 @@ Revision ID: 0016
 Revises: 0015
 
 windowrag.bm25_search's phase 1 (weigh each posting of the query's terms and sum per sentence)
-cost ~0.7 µs a posting as SQL rows, most of the BM25 leg. sql/native/ holds a small C
-aggregate, windowrag_native.bm25_sums, that does the same over whole packed blocks
-(`windowrag native install` builds it with the server's pg_config). bm25_search uses it when the
-extension exists in the database and runs the SQL phase 1 otherwise: the same postings, the same
-formula, the same rows (docs/performance.md). The upgrade installs sql/functions.sql and creates
-the extension if the server has it; the downgrade gives back 0015's bm25_search
-(migrations/versions/0016_functions.sql) and drops the extension. No data changes.
+cost ~0.7 µs a posting as SQL rows, most of the BM25 leg; its phase 2 (re-score a cut list's
+shortlist from the tsvectors) ~15 µs a candidate at 1M. sql/native/ holds a small C extension:
+the aggregate windowrag_native.bm25_sums does phase 1 over whole packed blocks and
+windowrag_native.bm25_score phase 2 on a tsvector in place (`windowrag native-install` builds
+it with the server's pg_config). bm25_search uses them when the extension exists in the
+database and its SQL otherwise: the same postings, the same formula, the same scores
+(docs/performance.md). bm25_search also gets generic plans and a smaller rounding margin. The
+upgrade creates the extension if the server has it and installs sql/functions.sql; the downgrade
+gives back 0015's bm25_search (migrations/versions/0016_functions.sql) and drops the extension.
+No data changes.
 """
 from alembic import op
 

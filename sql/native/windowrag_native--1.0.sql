@@ -22,3 +22,8 @@ CREATE AGGREGATE @extschema@.bm25_sums(bigint[], smallint[], integer[], float8, 
     STYPE = internal,
     FINALFUNC = @extschema@.bm25_sums_final
 );
+
+-- bm25_score(tsv, lexemes, idfs, length, avg_length, k1, b): one sentence's score from its
+-- tsvector, tf = a lexeme's number of positions; 0 when no lexeme is in it.
+CREATE FUNCTION @extschema@.bm25_score(tsvector, text[], float8[], integer, float8, float8, float8)
+RETURNS float8 AS 'MODULE_PATHNAME', 'bm25_score' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;

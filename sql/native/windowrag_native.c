@@ -6,8 +6,10 @@
  * (unnest, weigh, hash-aggregate: ~0.7 us a posting, nearly all of the BM25 leg's time). This
  * aggregate takes whole blocks instead: it weighs each posting with the formula of
  * windowrag.bm25_term_weight, sums per sentence in a hash table, and returns the best `keep`
- * sums (sum descending, sentence id ascending) as two parallel arrays. Pure computation: the
- * SQL statement decides which rows to read; nothing here knows the schema.
+ * sums (sum descending, sentence id ascending) as two parallel arrays. bm25_score gives one
+ * sentence's exact score from its tsvector (phase 2, for the candidates of cut lists), where SQL
+ * unnests the tsvector and joins it to the query terms. Pure computation: the SQL statement
+ * decides which rows to read; nothing here knows the schema.
  */
 #include "postgres.h"
 
@@ -15,7 +17,9 @@
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "tsearch/ts_type.h"
 #include "utils/array.h"
+#include "varatt.h"
 
 PG_MODULE_MAGIC;
 
@@ -301,4 +305,66 @@ bm25_sums_final(PG_FUNCTION_ARGS)
 	values[0] = PointerGetDatum(construct_array_builtin(id_datums, n_kept, INT8OID));
 	values[1] = PointerGetDatum(construct_array_builtin(sum_datums, n_kept, FLOAT8OID));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * bm25_score(tsv tsvector, lexemes text[], idfs float8[], length integer, avg_length float8,
+ *            k1 float8, b float8): sum over the query lexemes found in tsv of
+ * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_length)), tf = the lexeme's number
+ * of positions (what windowrag's SQL counts with cardinality(positions)). 0 when none is found.
+ */
+PG_FUNCTION_INFO_V1(bm25_score);
+Datum
+bm25_score(PG_FUNCTION_ARGS)
+{
+	TSVector	tsv = PG_GETARG_TSVECTOR(0);
+	ArrayType  *lexemes = PG_GETARG_ARRAYTYPE_P(1);
+	ArrayType  *idfs_array = PG_GETARG_ARRAYTYPE_P(2);
+	double		length = (double) PG_GETARG_INT32(3);
+	double		avg_length = PG_GETARG_FLOAT8(4);
+	double		k1 = PG_GETARG_FLOAT8(5);
+	double		b = PG_GETARG_FLOAT8(6);
+	WordEntry  *entries = ARRPTR(tsv);
+	char	   *strings = STRPTR(tsv);
+	Datum	   *lexeme_datums;
+	bool	   *lexeme_nulls;
+	int			n_lexemes,
+				n_idfs;
+	double	   *idfs;
+	double		score = 0;
+
+	deconstruct_array_builtin(lexemes, TEXTOID, &lexeme_datums, &lexeme_nulls, &n_lexemes);
+	idfs = array_values(idfs_array, FLOAT8OID, "idfs", &n_idfs);
+	if (n_idfs != n_lexemes)
+		ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+						errmsg("windowrag_native.bm25_score: lexemes and idfs differ in length (%d, %d)",
+							   n_lexemes, n_idfs)));
+
+	for (int t = 0; t < n_lexemes; t++)
+	{
+		text	   *lexeme;
+		char	   *chars;
+		int			n_chars;
+
+		if (lexeme_nulls[t])
+			continue;
+		lexeme = DatumGetTextPP(lexeme_datums[t]);
+		chars = VARDATA_ANY(lexeme);
+		n_chars = VARSIZE_ANY_EXHDR(lexeme);
+		for (int i = 0; i < tsv->size; i++)
+		{
+			WordEntry  *entry = &entries[i];
+
+			if (entry->len != (uint32) n_chars || memcmp(strings + entry->pos, chars, n_chars) != 0)
+				continue;
+			if (entry->haspos)
+			{
+				double		tf = (double) POSDATALEN(tsv, entry);
+
+				score += idfs[t] * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_length)));
+			}
+			break;
+		}
+	}
+	PG_RETURN_FLOAT8(score);
 }
