@@ -1,6 +1,7 @@
-"""The optional windowrag_native extension (sql/native): BM25 sums in C for bm25_search.
+"""The optional windowrag_native extension (sql/native): BM25 in C for bm25_search (postings
+weighed and summed, cut lists' candidates re-scored).
 
-Without it bm25_search weighs and sums postings in SQL (the same rows, slower). Building needs
+Without it bm25_search does both in SQL (the same rows, slower). Building needs
 make and a C compiler on the server's machine; `install_native` builds against a pg_config (the
 embedded server's by default) and installs the files into that server. A database gets the
 extension from migration 0016 when the server has it, or from `create_native` (doctor --fix).
@@ -18,6 +19,7 @@ import psycopg
 from .sqlfiles import load_sql
 
 EXTENSION = "windowrag_native"
+CONTROL_FILES = (f"{EXTENSION}.control", f"{EXTENSION}--1.0.sql")
 
 
 class NativeBuildError(RuntimeError):
@@ -56,8 +58,6 @@ def install_native(pg_config: Path | None = None) -> Path:
     return libdir
 
 
-CONTROL_FILES = (f"{EXTENSION}.control", f"{EXTENSION}--1.0.sql")
-
 
 def _pg_config(pg_config: Path, option: str) -> str:
     done = subprocess.run([str(pg_config), option], capture_output=True, text=True)
@@ -85,9 +85,10 @@ def native_state(conn: psycopg.Connection) -> tuple[str | None, bool]:
 def create_native(conn: psycopg.Connection) -> bool:
     """CREATE EXTENSION windowrag_native in this database when the server has it; True if it is there."""
     installed, available = native_state(conn)
-    if installed is None and available:
+    if installed is None and not available:
+        return False
+    if installed is None:
         conn.execute(load_sql("create_native"))
         if not conn.autocommit:
             conn.commit()
-        installed = True
-    return installed is not None
+    return True
