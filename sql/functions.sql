@@ -126,6 +126,9 @@ BEGIN
         -- n and a margin for sums that tie with the n-th once rounded
         shortlist_length := CASE WHEN exact_sums THEN n + 16
                                  ELSE coalesce(shortlist_size, greatest(4 * n, 200)) END;
+        IF exact_sums THEN
+            term_lengths := NULL;  -- every list whole (unnest pads a NULL array with NULLs: no LIMIT)
+        END IF;
         -- phase 1: each term's strongest postings (all of them when exact_sums), each with its
         -- exact part of the score, read from the term's packed blocks (impact order: block 0
         -- holds the strongest) and from the postings written since the last pack, summed per
@@ -137,8 +140,7 @@ BEGIN
             SELECT (r.sums).sentence_ids, (r.sums).sums INTO shortlist_ids, shortlist_sums
             FROM (SELECT windowrag_native.bm25_sums(x.sentence_ids, x.tfs, x.lengths, x.idf,
                                                     avg_length, k1, b, shortlist_length) AS sums
-                  FROM (SELECT t.lexeme, t.idf, CASE WHEN exact_sums THEN NULL ELSE t.list_length END AS list_length
-                        FROM unnest(term_lexemes, term_idfs, term_lengths) AS t (lexeme, idf, list_length)) q
+                  FROM unnest(term_lexemes, term_idfs, term_lengths) AS q (lexeme, idf, list_length)
                   CROSS JOIN LATERAL (
                       (SELECT blk.sentence_ids, blk.tfs, blk.lengths, q.idf FROM windowrag.bm25_blocks blk
                        WHERE blk.collection_id = cid AND blk.lexeme = q.lexeme
@@ -159,8 +161,7 @@ BEGIN
                 FROM (
                     SELECT t.sentence_id,
                            q.idf * windowrag.bm25_term_weight(t.tf, t.doc_length, avg_length, k1, b) AS w
-                    FROM (SELECT t.lexeme, t.idf, CASE WHEN exact_sums THEN NULL ELSE t.list_length END AS list_length
-                          FROM unnest(term_lexemes, term_idfs, term_lengths) AS t (lexeme, idf, list_length)) q
+                    FROM unnest(term_lexemes, term_idfs, term_lengths) AS q (lexeme, idf, list_length)
                     CROSS JOIN LATERAL (
                         SELECT x.sentence_id, x.tf, x.doc_length FROM (
                             (SELECT p.sentence_id, p.tf, p.doc_length FROM windowrag.bm25_postings p

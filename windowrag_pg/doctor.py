@@ -77,8 +77,7 @@ def _native(conn) -> Check:
 
 def repair_native(conn: psycopg.Connection) -> bool:
     """Create windowrag_native in this database when the server has it but the database does not."""
-    installed, available = native_state(conn)
-    return installed is None and available and create_native(conn)
+    return create_native(conn)
 
 
 def _indexes(conn) -> list[Check]:

@@ -83,12 +83,12 @@ def native_state(conn: psycopg.Connection) -> tuple[str | None, bool]:
 
 
 def create_native(conn: psycopg.Connection) -> bool:
-    """CREATE EXTENSION windowrag_native in this database when the server has it; True if it is there."""
+    """CREATE EXTENSION windowrag_native in this database when the server has it and the database
+    does not; True when it was created."""
     installed, available = native_state(conn)
-    if installed is None and not available:
+    if installed is not None or not available:
         return False
-    if installed is None:
-        conn.execute(load_sql("create_native"))
-        if not conn.autocommit:
-            conn.commit()
+    conn.execute(load_sql("create_native"))
+    if not conn.autocommit:
+        conn.commit()
     return True
