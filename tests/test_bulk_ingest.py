@@ -11,7 +11,7 @@ import pytest
 from windowrag_pg.cli import main
 from windowrag_pg.db.sqlfiles import load_sql
 from windowrag_pg.doctor import repair_indexes, run_checks
-from windowrag_pg.ingest import BULK_MIN_DOCUMENTS, Ingestor
+from windowrag_pg.ingest import BULK_MIN_DOCUMENTS, PARSE_AHEAD, Ingestor
 from windowrag_pg.retrieve.retriever import Retriever
 from windowrag_pg.sources import SourceDocument, iter_sources
 from windowrag_pg.store.bm25 import rebuild_bm25
@@ -170,3 +170,33 @@ def test_cli_bulk_flags(db_url, conn, collection_name, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["ingest", "--help"])
     assert "--no-bulk" in capsys.readouterr().out
+
+
+def test_a_bulk_load_parses_ahead_yet_reports_each_bad_document_at_its_turn_and_stops_between_documents(
+        conn, embedder, collection_name):
+    """A bulk load parses and splits the next documents in a thread (PARSE_AHEAD): each document's
+    own error still comes where the document is prepared, in input order, the other documents are
+    stored, and should_stop() still ends the load between two committed documents."""
+    docs = small_docs(BULK_MIN_DOCUMENTS + PARSE_AHEAD + 6)
+    docs[2] = SourceDocument(external_id="broken", format="pdf", data=b"%PDF-1.4 not really")
+    docs[5] = SourceDocument(external_id="nothing", format="markdown", text="<!-- a comment -->\n\n---\n")
+    docs[PARSE_AHEAD + 4] = SourceDocument(external_id="nul", format="text", text="a \x00 b")
+    order: list[str] = []
+    report = Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
+        docs, on_document=lambda name, status, units: order.append(f"{name}:{status}"), batch_units=1)
+    assert report.bulk and report.added == len(docs) - 3
+    assert [e.name for e in report.errors] == ["broken", "nothing", "nul"]
+    assert "PDF" in report.errors[0].message or "pdf" in report.errors[0].message
+    assert "no text" in report.errors[1].message and "NUL" in report.errors[2].message
+    # one document at a time (batch_units=1): the statuses come in input order
+    assert order == [f"{d.external_id}:{'error' if i in (2, 5, PARSE_AHEAD + 4) else 'added'}" for i, d in enumerate(docs)]
+    assert index_state(conn, collection_name) == "valid"
+
+    other = f"{collection_name}_stop"
+    added: list[str] = []
+    stopped = Ingestor(conn, collection=other, embedder=embedder).ingest(
+        small_docs(BULK_MIN_DOCUMENTS + PARSE_AHEAD + 6), batch_units=1,
+        on_document=lambda name, status, units: added.append(name), should_stop=lambda: len(added) >= 4)
+    assert stopped.bulk and stopped.interrupted and stopped.added == 4
+    assert conn.execute(load_sql("collection_document_count"), [get_collection(conn, other).id]).fetchone()[0] == 4
+    assert index_state(conn, other) == "valid"  # the interrupted load still ends with its index

@@ -4,7 +4,8 @@ Two paths with the same rows: incremental (each document goes into the collectio
 its BM25 statistics as it is written; the postings are packed into blocks once enough piled up) and
 bulk (the index is dropped, the documents are written, still one transaction each, with the BM25
 triggers deferred; at the end the BM25 statistics are counted and packed set-based and the index
-is built once: several times faster on a large load).
+is built once: several times faster on a large load). A bulk load also parses and splits the next
+documents in a thread while the server writes the current ones.
 
 Orchestration only: each stage is a pure function elsewhere (parse, split, embed), and the
 database is touched through windowrag_pg.store.writer.
@@ -14,7 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain, islice
@@ -42,6 +45,11 @@ HEADER_SEPARATOR = " › "
 # inputs into a collection that holds no sentences or has no valid HNSW index (a bulk load that was
 # interrupted); otherwise incremental.
 BULK_MIN_DOCUMENTS = 10
+# A bulk load parses and splits up to this many documents ahead of the one being written, in one
+# thread: pure Python (it holds the GIL) that overlaps the server's INSERT of the rows before it
+# (the client waits on the socket without the GIL). With embedding excluded, parsing and
+# splitting were ~6 s of a 100k-sentence load's ~26 s write phase (docs/performance.md).
+PARSE_AHEAD = 8
 
 
 @dataclass(slots=True)
@@ -240,8 +248,9 @@ class Ingestor:
                 check_stop()  # between two committed documents
             pending.clear()
 
+        parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="windowrag-parse") if report.bulk else None
         try:
-            for source in sources:
+            for source, ahead in self._parse_ahead(sources, parser):
                 check_stop()
                 if isinstance(source, SourceError):
                     report.errors.append(source)
@@ -249,7 +258,7 @@ class Ingestor:
                         on_document(source.name, "error", 0)
                     continue
                 try:
-                    prepared = self.prepare(source)
+                    prepared = self.prepare(source, ahead=ahead)
                 except INGEST_ERRORS as exc:
                     fail(source.name, exc)
                     continue
@@ -264,6 +273,9 @@ class Ingestor:
             flush()
         except _Stopped:
             report.interrupted = True
+        finally:
+            if parser is not None:
+                parser.shutdown(wait=True, cancel_futures=True)  # at most the one running parse is waited for
         if report.bulk:
             self._build_index(report)
         elif report.sentences or report.replaced:
@@ -336,25 +348,45 @@ class Ingestor:
             return chunk_units(parsed, max_tokens=self.chunk_tokens, token_offsets=self.embedder.token_offsets)
         return split_units(parsed, max_unit_chars=self.max_unit_chars)
 
-    def prepare(self, source: SourceDocument) -> _Prepared | str:
+    def prepare(self, source: SourceDocument, *, ahead: Future | None = None) -> _Prepared | str:
         """Check, hash, parse and split one document to embed it; "unchanged" when it is stored
         as it is, "metadata_updated" when only its metadata (or source) changed: that is stored
-        here, its sentences and embeddings stay."""
+        here, its sentences and embeddings stay. AHEAD: parse_and_split(source) already running
+        in a thread (a bulk load); its result, or its error, is taken at the same step."""
         check_source(source)  # fields Postgres cannot store, metadata that is not plain JSON
         digest = content_hash(source)
         with self._connection() as conn:
             stored = existing_hash(conn, self.collection, source.external_id)
         if stored == digest:
             return "unchanged"
-        parsed = parse_source(source)
+        parsed, units = ahead.result() if ahead is not None else self.parse_and_split(source)
         if stored is not None and self._update_metadata_only(source, digest, parsed):
             return "metadata_updated"
-        units = self.make_units(parsed)
         if not units:
             raise ParseError("no text to index (no sentence found)")
         texts = embedding_texts(parsed, units, title=source.title or parsed.title,
                                 contextual_headers=self.collection.contextual_headers)
         return _Prepared(source, digest, parsed, units, texts)
+
+    def parse_and_split(self, source: SourceDocument) -> tuple[ParsedDocument, list[Unit]]:
+        """The pure part of prepare(): no database, safe in a thread."""
+        parsed = parse_source(source)
+        return parsed, self.make_units(parsed)
+
+    def _parse_ahead(self, sources: Iterator, parser: ThreadPoolExecutor | None) -> Iterator[tuple[Any, Future | None]]:
+        """Each source with its parse_and_split already submitted to PARSER (None: no look-ahead),
+        up to PARSE_AHEAD documents ahead of the one yielded. The sources are read in this thread,
+        in order; a parse error is raised where the document is prepared, as without look-ahead."""
+        if parser is None:
+            yield from ((source, None) for source in sources)
+            return
+        queue: deque[tuple[Any, Future | None]] = deque()
+        for source in sources:
+            queue.append((source, parser.submit(self.parse_and_split, source)
+                          if isinstance(source, SourceDocument) else None))
+            if len(queue) > PARSE_AHEAD:
+                yield queue.popleft()
+        yield from queue
 
     def ingest_one(self, source: SourceDocument, *, report: IngestReport | None = None) -> tuple[str, int, int]:
         """One document, incrementally (the collection's index is built or repaired first)."""

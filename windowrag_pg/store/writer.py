@@ -45,13 +45,13 @@ def write_document(
 ) -> str:
     """Insert or replace the document; returns "added", "replaced" or "unchanged".
     bm25_deferred: a bulk load's write; the BM25 triggers skip it (windowrag.bm25_rebuild counts
-    it at the end of the load)."""
+    it at the end of the load) and its commit does not wait for the WAL flush (sql/bulk_document.sql)."""
     if len(units) != len(embeddings) or len(units) != len(token_counts):
         raise ValueError("units, embeddings and token counts differ in length")
     with conn.transaction():
         lock_collection_writes(conn, collection)
         if bm25_deferred:
-            conn.execute(load_sql("defer_bm25"))
+            conn.execute(load_sql("bulk_document"))
         old = conn.execute(load_sql("lock_document"), [collection.id, record.external_id]).fetchone()
         if old is not None and old[1] == record.content_hash:
             return "unchanged"
