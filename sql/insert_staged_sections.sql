@@ -1,5 +1,5 @@
 INSERT INTO windowrag.sections (document_id, ordinal, heading_path, level, start_char, end_char,
                                 first_sentence, last_sentence)
-SELECT %(document_id)s, ordinal, heading_path, level, start_char, end_char, first_sentence, last_sentence
-FROM pg_temp.windowrag_stage_sections
-ORDER BY ordinal
+SELECT document_id, ordinal, heading_path, level, start_char, end_char, first_sentence, last_sentence
+FROM pg_temp.windowrag_section_stage
+ORDER BY document_id, ordinal

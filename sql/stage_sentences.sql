@@ -1,7 +1,8 @@
--- Rows of one document arrive here by COPY (binary), then go to windowrag.sentences in one
--- INSERT ... SELECT that computes the tsvector and BM25 length in the server. Embeddings arrive
--- as single-precision vectors (numpy arrays); the INSERT rounds them to the column's halfvec.
-CREATE TEMP TABLE IF NOT EXISTS windowrag_stage (
+-- Rows of the documents of one write arrive here by COPY (binary), then go to windowrag.sentences
+-- in one INSERT ... SELECT that computes the tsvector and BM25 length in the server. Embeddings
+-- arrive as single-precision vectors (numpy arrays); the INSERT rounds them to the column's halfvec.
+CREATE TEMP TABLE IF NOT EXISTS windowrag_sentence_stage (
+    document_id bigint NOT NULL,
     ordinal     integer NOT NULL,
     section_ord integer NOT NULL,
     start_char  integer NOT NULL,

@@ -200,3 +200,30 @@ def test_a_bulk_load_parses_ahead_yet_reports_each_bad_document_at_its_turn_and_
     assert stopped.bulk and stopped.interrupted and stopped.added == 4
     assert conn.execute(load_sql("collection_document_count"), [get_collection(conn, other).id]).fetchone()[0] == 4
     assert index_state(conn, other) == "valid"  # the interrupted load still ends with its index
+
+
+def test_a_bulk_batch_that_fails_is_written_again_one_by_one_and_only_the_failing_document_is_refused(
+        conn, db_url, embedder, collection_name):
+    """A bulk load writes each embedded batch in one transaction; when the database refuses it
+    (here: another session holds the row of a document being replaced, past lock_timeout), the
+    batch is written again one document a transaction: that document gets its own error, the
+    others are stored."""
+    from windowrag_pg.db.connection import connect
+
+    ingestor = Ingestor(conn, collection=collection_name, embedder=embedder, bulk=True)
+    assert ingestor.ingest(small_docs(3)).added == 3
+    before = conn.execute(ROWS, [collection_name]).fetchall()
+    changed = SourceDocument(external_id="d1", format="text", text="A second version of document one. Two sentences.")
+    conn.execute("SET lock_timeout = '300ms'")
+    with connect(db_url) as other:
+        other.execute("SELECT 1 FROM windowrag.documents d JOIN windowrag.collections c ON c.id = d.collection_id"
+                      " WHERE c.name = %s AND d.external_id = 'd1' FOR UPDATE OF d", [collection_name])
+        # one embedding batch; the lock is let go once d1 failed (the index build would wait for it)
+        report = ingestor.ingest([changed, *small_docs(5, prefix="n")],
+                                 on_document=lambda name, status, units: status == "error" and other.rollback())
+    assert report.bulk and report.added == 5 and report.replaced == 0
+    assert [e.name for e in report.errors] == ["d1"] and "lock timeout" in report.errors[0].message, report.errors
+    after = conn.execute(ROWS, [collection_name]).fetchall()
+    assert [r for r in after if r[0] in ("d0", "d1", "d2")] == before  # d1 still its first version
+    assert sorted({r[0] for r in after}) == ["d0", "d1", "d2", "n0", "n1", "n2", "n3", "n4"]
+    assert index_state(conn, collection_name) == "valid"

@@ -2,7 +2,7 @@
 
 Two paths with the same rows: incremental (each document goes into the collection's HNSW index and
 its BM25 statistics as it is written; the postings are packed into blocks once enough piled up) and
-bulk (the index is dropped, the documents are written, still one transaction each, with the BM25
+bulk (the index is dropped, the documents are written a batch a transaction, with the BM25
 triggers deferred; at the end the BM25 statistics are counted and packed set-based and the index
 is built once: several times faster on a large load). A bulk load also parses and splits the next
 documents in a thread while the server writes the current ones.
@@ -38,7 +38,9 @@ from .store.collections import (
     drop_collection_index, ensure_collection, ensure_collection_index,
 )
 from .store.bm25 import pack_if_due
-from .store.writer import DocumentRecord, existing_hash, stored_content, update_metadata, write_document
+from .store.writer import (
+    DocumentRecord, DocumentRows, existing_hash, stored_content, update_metadata, write_documents,
+)
 
 HEADER_SEPARATOR = " › "
 # The automatic choice (Ingestor(bulk=None)): a bulk load when an ingest brings more than this many
@@ -417,7 +419,7 @@ class Ingestor:
 
     def _embed_and_write(self, batch: list[_Prepared], report: IngestReport, *,
                          on_units: Callable[[int], None] | None = None):
-        """Embed the batch in one call, then write each document in its own transaction."""
+        """Embed the batch in one call, then write it (_write)."""
         if not batch:
             return
         embed_started = time.perf_counter()
@@ -435,19 +437,39 @@ class Ingestor:
             return
         report.embed_seconds += time.perf_counter() - embed_started
         offset = 0
+        ready: list[tuple[_Prepared, DocumentRows]] = []
         for prepared in batch:
             own = vectors[offset: offset + len(prepared.units)]
             offset += len(prepared.units)
             try:
                 token_counts = self.embedder.count_tokens([u.text for u in prepared.units])
-                record = self._record(prepared.source, prepared.parsed, prepared.digest)
+                ready.append((prepared, DocumentRows(self._record(prepared.source, prepared.parsed, prepared.digest),
+                                                     prepared.parsed, prepared.units, own, token_counts)))
+            except INGEST_ERRORS as exc:
+                yield prepared, exc
+        yield from self._write(ready, bulk=report.bulk)
+
+    def _write(self, ready: list[tuple[_Prepared, DocumentRows]], *, bulk: bool):
+        """Each document in its own transaction; a bulk load writes the batch in one, and when that
+        fails, one by one (the failing document gets its own error, the others are written)."""
+        if bulk and len(ready) > 1:
+            try:
                 with self._connection() as conn:
-                    status = write_document(conn, self.collection, record, prepared.parsed,
-                                            prepared.units, own, token_counts, bm25_deferred=report.bulk)
+                    statuses = write_documents(conn, self.collection, [rows for _, rows in ready], bulk=True)
+            except INGEST_ERRORS:
+                pass  # written one by one below (a broken connection fails there, and stops the ingest)
+            else:
+                for (prepared, rows), status in zip(ready, statuses):
+                    yield prepared, (status, len(rows.parsed.sections), len(rows.units))
+                return
+        for prepared, rows in ready:
+            try:
+                with self._connection() as conn:
+                    [status] = write_documents(conn, self.collection, [rows], bulk=bulk)
             except INGEST_ERRORS as exc:
                 yield prepared, exc
                 continue
-            yield prepared, (status, len(prepared.parsed.sections), len(prepared.units))
+            yield prepared, (status, len(rows.parsed.sections), len(rows.units))
 
 
 @dataclass(slots=True)

@@ -1,1 +1,0 @@
-DELETE FROM windowrag.documents WHERE id = %s

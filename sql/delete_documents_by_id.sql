@@ -1,0 +1,1 @@
+DELETE FROM windowrag.documents WHERE id = ANY (%s)
