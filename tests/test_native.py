@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
+from pathlib import Path
 
 import psycopg
 import pytest
 
 from windowrag_pg.db import connection as db
-from windowrag_pg.db.native import NativeBuildError, embedded_pg_config, install_native, native_state
+from windowrag_pg.db.native import (
+    NativeBuildError, NativeFilesMissing, embedded_pg_config, install_native, native_state,
+)
 from windowrag_pg.doctor import repair_native, run_checks
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.store.bm25 import rebuild_bm25
@@ -175,6 +179,33 @@ def test_doctor_fails_when_the_server_lost_the_files(conn):
     assert not check.ok and "files are missing on the server" in check.detail
     assert check.fix.startswith("windowrag native-install")
     assert next(c for c in run_checks(conn) if c.name == "BM25 sums in C").ok
+
+
+def test_a_search_names_the_cure_when_the_server_lost_the_library(db_url, conn, embedder, collection_name):
+    """The extension in the database, its library gone from the server (moved aside here): a BM25
+    search through the Python API says what to do, instead of the server's "could not access
+    file" error; with the library back, the same search runs."""
+    from windowrag_pg.retrieve.retriever import Retriever
+    from windowrag_pg.sources import SourceDocument
+
+    pkglibdir = subprocess.run([str(embedded_pg_config()), "--pkglibdir"], capture_output=True, text=True).stdout.strip()
+    library = Path(pkglibdir) / "windowrag_native.so"
+    if os.environ.get("WINDOWRAG_TEST_DATABASE_URL") or not library.is_file():
+        pytest.skip("the test server is not the embedded one")
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest([SourceDocument(
+        external_id="nda", format="text", text="Confidential information stays secret. The recipient returns it.")])
+    aside = library.with_name("windowrag_native.so.aside")
+    library.rename(aside)
+    try:
+        with db.connect(db_url) as fresh:  # a new server process: the library is not loaded in it yet
+            with pytest.raises(NativeFilesMissing, match="windowrag native-install") as raised:
+                Retriever(fresh, embedder=embedder, collection=collection_name).search("confidential", mode="bm25")
+    finally:
+        aside.rename(library)
+    assert "windowrag_native" in str(raised.value) and isinstance(raised.value.__cause__, psycopg.errors.UndefinedFile)
+    with db.connect(db_url) as fresh:
+        found = Retriever(fresh, embedder=embedder, collection=collection_name).search("confidential", mode="bm25")
+    assert [c.document_id for c in found.contexts] == ["nda"]
 
 
 def test_install_names_a_missing_pg_config(tmp_path):

