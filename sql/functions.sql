@@ -759,8 +759,12 @@ BEGIN
     INSERT INTO windowrag.bm25_blocks (collection_id, lexeme, block, max_impact, sentence_ids, tfs, lengths)
     SELECT cid, p.lexeme, (p.rn - 1) / 128, max(p.impact),
            array_agg(p.sentence_id ORDER BY p.rn), array_agg(p.tf ORDER BY p.rn), array_agg(p.bm25_length ORDER BY p.rn)
-    FROM (SELECT u.lexeme, x.id AS sentence_id, cardinality(u.positions)::smallint AS tf, x.bm25_length, w.impact,
-                 row_number() OVER (PARTITION BY u.lexeme ORDER BY w.impact DESC, x.id) AS rn
+    -- lexemes grouped bytewise (COLLATE "C"): the same groups as any deterministic collation,
+    -- without a strcoll() per comparison in the sort of every posting (a C.UTF-8 database sorted
+    -- 1.2M postings in 2.8 s, bytewise in 1.2 s; migration 0017)
+    FROM (SELECT u.lexeme COLLATE "C" AS lexeme, x.id AS sentence_id, cardinality(u.positions)::smallint AS tf,
+                 x.bm25_length, w.impact,
+                 row_number() OVER (PARTITION BY u.lexeme COLLATE "C" ORDER BY w.impact DESC, x.id) AS rn
           FROM windowrag.sentences x
           CROSS JOIN LATERAL unnest(x.tsv) u
           CROSS JOIN LATERAL (SELECT windowrag.bm25_term_weight(cardinality(u.positions), x.bm25_length,

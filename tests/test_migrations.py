@@ -171,3 +171,24 @@ def test_0016_native_bm25_sums_down_and_up(db_url, embedder):
         db.upgrade(conn)
         assert native_state(conn)[0] == "1.0"
         assert conn.execute(query).fetchall() == at_head
+
+
+def test_0017_bm25_rebuild_bytewise_down_and_up(db_url, embedder):
+    """0017's bm25_rebuild groups the lexemes bytewise; its downgrade gives back 0016's; both pack
+    the same blocks."""
+    blocks = "SELECT lexeme, block, max_impact, sentence_ids, tfs, lengths FROM windowrag.bm25_blocks ORDER BY 1, 2"
+    definition = "SELECT prosrc FROM pg_proc WHERE oid = 'windowrag.bm25_rebuild(integer)'::regprocedure"
+    with scratch_database(db_url, "migration_0017_test") as url, db.connect(url, autocommit=True) as conn:
+        _populate(conn, embedder)
+        cid = conn.execute("SELECT id FROM windowrag.collections WHERE name = 'n'").fetchone()[0]
+        conn.execute("SELECT windowrag.bm25_rebuild(%s)", [cid])
+        at_head = conn.execute(blocks).fetchall()
+        assert at_head and 'COLLATE "C"' in conn.execute(definition).fetchone()[0]
+        db.downgrade(conn, "0016")
+        assert 'COLLATE "C"' not in conn.execute(definition).fetchone()[0]
+        conn.execute("SELECT windowrag.bm25_rebuild(%s)", [cid])
+        assert conn.execute(blocks).fetchall() == at_head
+        db.upgrade(conn)
+        assert 'COLLATE "C"' in conn.execute(definition).fetchone()[0]
+        conn.execute("SELECT windowrag.bm25_rebuild(%s)", [cid])
+        assert conn.execute(blocks).fetchall() == at_head
