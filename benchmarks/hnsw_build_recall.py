@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
+from psycopg import sql
 from pgvector.psycopg import register_vector
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -52,29 +53,32 @@ def main() -> int:
         conn.execute("SET max_parallel_maintenance_workers = 1")
         dimension = conn.execute("SELECT dimension FROM windowrag.collections ORDER BY id LIMIT 1").fetchone()[0]
         conn.execute("DROP TABLE IF EXISTS public.hnsw_build_recall")
-        conn.execute(f"CREATE TABLE public.hnsw_build_recall AS SELECT id, embedding::halfvec({dimension}) AS e"
-                     " FROM windowrag.sentences WHERE collection_id = (SELECT min(id) FROM windowrag.collections)")
+        halfvec = sql.SQL("halfvec({})").format(sql.Literal(dimension))  # a typmod: a literal, not a parameter
+        conn.execute(sql.SQL("CREATE TABLE public.hnsw_build_recall AS SELECT id, embedding::{} AS e"
+                             " FROM windowrag.sentences WHERE collection_id = (SELECT min(id) FROM windowrag.collections)"
+                             ).format(halfvec))
         try:
             rows = conn.execute("SELECT id, e::vector FROM public.hnsw_build_recall ORDER BY id").fetchall()
             ids = np.array([r[0] for r in rows])
             vectors = np.stack([r[1].to_numpy() for r in rows]).astype(np.float32)
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
             exact = [set(ids[np.argsort(-(vectors @ (q / np.linalg.norm(q))))[:5]]) for q in qvecs]
+            top5 = sql.SQL("SELECT id FROM public.hnsw_build_recall ORDER BY e <=> %s::vector::{} LIMIT 5").format(halfvec)
             for m, ef_construction in builds:
                 conn.execute("DROP INDEX IF EXISTS public.hnsw_build_recall_e")
                 started = time.perf_counter()
-                conn.execute(f"CREATE INDEX hnsw_build_recall_e ON public.hnsw_build_recall USING hnsw"
-                             f" (e halfvec_cosine_ops) WITH (m = {int(m)}, ef_construction = {int(ef_construction)})")
+                conn.execute(sql.SQL("CREATE INDEX hnsw_build_recall_e ON public.hnsw_build_recall USING hnsw"
+                                     " (e halfvec_cosine_ops) WITH (m = {}, ef_construction = {})"
+                                     ).format(sql.Literal(m), sql.Literal(ef_construction)))
                 build = time.perf_counter() - started
                 size = conn.execute("SELECT pg_relation_size('public.hnsw_build_recall_e')").fetchone()[0]
                 cells = []
                 for ef in EF_SEARCH:
-                    conn.execute(f"SET hnsw.ef_search = {int(ef)}")
+                    conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(ef)])
                     found, times = 0, []
                     for q, truth in zip(qvecs, exact):
                         started = time.perf_counter()
-                        got = conn.execute(f"SELECT id FROM public.hnsw_build_recall ORDER BY e <=> %s::vector::halfvec({dimension})"
-                                           " LIMIT 5", [q], prepare=False).fetchall()
+                        got = conn.execute(top5, [q], prepare=False).fetchall()
                         times.append((time.perf_counter() - started) * 1000)
                         found += len(truth & {r[0] for r in got})
                     cells.append(f"{found / (5 * len(exact)):.3f}, {np.median(times):.2f}")

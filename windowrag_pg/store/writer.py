@@ -117,11 +117,11 @@ def update_metadata(conn: psycopg.Connection, collection: Collection, record: Do
     sentences stay as they are; False when it changed since EXPECTED_HASH was read."""
     with conn.transaction():
         lock_collection_writes(conn, collection)
-        old = conn.execute(load_sql("lock_document"), [collection.id, record.external_id]).fetchone()
-        if old is None or old[1] != expected_hash:
+        old = conn.execute(load_sql("lock_documents"), [collection.id, [record.external_id]]).fetchone()
+        if old is None or old[2] != expected_hash:
             return False
         conn.execute(load_sql("update_document_metadata"), {
-            "id": old[0], "metadata": Jsonb(record.metadata), "content_hash": record.content_hash,
+            "id": old[1], "metadata": Jsonb(record.metadata), "content_hash": record.content_hash,
             "source": record.source})
     return True
 
