@@ -247,8 +247,10 @@ class Ingestor:
                     report.sentences += units
                 if on_document:
                     on_document(prepared.source.external_id, status, units)
-                check_stop()  # between two committed documents
+                if not report.bulk:
+                    check_stop()  # between two committed documents
             pending.clear()
+            check_stop()  # a bulk load commits the batch at once: every document of it is counted first
 
         parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="windowrag-parse") if report.bulk else None
         try:
