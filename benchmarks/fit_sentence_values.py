@@ -13,6 +13,9 @@
    contract hypotheses asked of SQuAD. Each
    query's background similarity (embed/background.py) is kept with its candidates.
 
+The relevance reads each query's best sentence value, so it is fitted after the sentence model
+(with --relevance-only, on the library's own sentence weights).
+
 Prints the weights to paste into windowrag_pg/segment/values.py (WEIGHTS, RELEVANCE_WEIGHTS) and
 a JSON report (and TYPICAL_BACKGROUND, the mean background of the dev questions). Deterministic: fixed seeds, exact Newton steps, L2 = 1.
 """
@@ -37,7 +40,7 @@ from windowrag_pg.evaluation.runner import ensure_ingested, read_queries, sample
 from windowrag_pg.pipeline import PipelineOptions  # noqa: E402
 from windowrag_pg.retrieve.retriever import Retriever, SearchOptions  # noqa: E402
 from windowrag_pg.segment.values import (  # noqa: E402
-    FEATURES, RELEVANCE_FEATURES, feature_matrix, relevance_features,
+    FEATURES, RELEVANCE_FEATURES, WEIGHTS, feature_matrix, relevance_features, sentence_probabilities,
 )
 
 EVAL = REPO.parent / "shared" / "eval"
@@ -82,6 +85,8 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=None,
                         help="keep the candidate sentences of every query in this pickle and reuse them "
                              "(to refit after changing features without querying again)")
+    parser.add_argument("--relevance-only", action="store_true",
+                        help="keep the sentence weights of segment/values.py and fit the relevance alone")
     args = parser.parse_args()
     if args.cache is not None and args.cache.exists():
         with args.cache.open("rb") as handle:
@@ -151,12 +156,18 @@ def fit(collected: dict, args) -> int:
         blocks.append((x, y, np.full(len(y), 1.0 / len(y))))
         print(f"{dataset}: {len(rows)} queries, {len(y)} candidate sentences, {int(y.sum())} positive",
               file=sys.stderr)
-    relevance_rows = [(relevance_features(sentences, query_idf=query_idf, background=background), label, group)
+    if args.relevance_only:  # the sentence model as the library has it
+        weights = WEIGHTS
+    else:
+        x = np.vstack([b[0] for b in blocks])
+        y = np.concatenate([b[1] for b in blocks])
+        weight = np.concatenate([b[2] for b in blocks])
+        weights = logistic_fit(x, y, weight)
+    # the relevance reads the best sentence value: computed with the sentence weights just fitted
+    relevance_rows = [(relevance_features(sentences, query_idf=query_idf, background=background,
+                                          probabilities=sentence_probabilities(feature_matrix(sentences), weights)),
+                       label, group)
                       for (sentences, query_idf, background), label, group in collected["relevance"]]
-    x = np.vstack([b[0] for b in blocks])
-    y = np.concatenate([b[1] for b in blocks])
-    weight = np.concatenate([b[2] for b in blocks])
-    weights = logistic_fit(x, y, weight)
     # each group (in-corpus set, out-of-corpus kind) weighs the same
     groups = [r[2] for r in relevance_rows]
     sizes = {g: groups.count(g) for g in set(groups)}

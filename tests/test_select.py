@@ -102,6 +102,21 @@ def test_choose_segments_keeps_the_budget_and_the_section_limits():
     assert 0.0 <= chosen.relevance <= 1.0
 
 
+def test_folded_values_change_the_selection_not_the_relevance():
+    # the cross-encoder path selects again on folded values; whether the corpus answers stays
+    # the sentence model's judgement (it is what min_relevance was calibrated on)
+    sentences = [candidate(o, 0.6, rank=o + 1, tokens=30) for o in range(6)]
+    first = choose_segments(sentences, query_idf=10.0, budget=60, max_segments=1)
+    folded = np.zeros(6)
+    folded[4] = 0.99  # the cross-encoder's favourite, away from the first choice
+    again = choose_segments(sentences, query_idf=10.0, budget=60, max_segments=1, probabilities=folded,
+                            relevance=first.relevance)
+    assert any(r.start <= 4 < r.end for r in again.runs)
+    assert again.relevance == first.relevance
+    recomputed = choose_segments(sentences, query_idf=10.0, budget=60, max_segments=1, probabilities=folded)
+    assert recomputed.relevance != first.relevance  # the best value is one of the relevance signals
+
+
 def test_relevance_separates_an_answerable_query_from_an_off_topic_one():
     from windowrag_pg.segment.values import query_relevance
 
@@ -143,15 +158,30 @@ def test_windows_by_value_send_fixed_windows_where_rse_sends_the_valuable_run():
     assert sum(r.value for r in exact) == pytest.approx(2.4)
 
 
+def test_relevance_rises_with_the_best_sentence_value():
+    # the same cosines and terms: a query whose best sentence stands out on every signal (a high
+    # P(evidence)) is more likely answered than one whose candidates are all alike
+    from windowrag_pg.segment.values import query_relevance
+
+    found = [candidate(o, 0.55, rank=o + 1) for o in range(8)]
+    found[3] = candidate(3, 0.70, rank=1, bm25=5.0, terms=(("notice", 3.0),))
+    flat, standing_out = (query_relevance(found, query_idf=9.0, background=0.35, probabilities=np.full(8, p))
+                          for p in (0.05, 0.9))
+    assert flat < 0.5 < standing_out
+    # without probabilities, the sentence model's own are used
+    assert query_relevance(found, query_idf=9.0) == query_relevance(
+        found, query_idf=9.0, probabilities=sentence_probabilities(feature_matrix(found)))
+
+
 def test_relevance_falls_as_the_query_background_rises():
     # the same candidates mean less when the query is that close to everyday text anyway
     from windowrag_pg.segment.values import TYPICAL_BACKGROUND, query_relevance
 
     found = [candidate(o, 0.55, rank=o + 1) for o in range(8)]
     found[3] = candidate(3, 0.70, rank=1, bm25=5.0, terms=(("notice", 3.0),))
-    plain, register = (query_relevance(found, query_idf=6.0, background=b) for b in (0.30, 0.45))
+    plain, register = (query_relevance(found, query_idf=9.0, background=b) for b in (0.30, 0.45))
     assert plain > register + 0.1
-    assert query_relevance(found, query_idf=6.0) == query_relevance(found, query_idf=6.0,
+    assert query_relevance(found, query_idf=9.0) == query_relevance(found, query_idf=9.0,
                                                                     background=TYPICAL_BACKGROUND)
     bm25_only = [candidate(o, None, rank=o + 1, bm25=3.0, terms=(("notice", 3.0),)) for o in range(4)]
     assert query_relevance(bm25_only, query_idf=6.0, background=0.30) == \

@@ -230,7 +230,8 @@ class Pipeline:
         wide = choose_segments(candidates.sentences, query_idf=candidates.query_idf, background=candidates.background,
                                budget=max(budget, options.rerank_token_budget or budget),
                                max_segments=max(options.k, options.rerank_candidates),
-                               probabilities=selection.probabilities)  # the values already computed
+                               probabilities=selection.probabilities,  # the values already computed
+                               relevance=selection.relevance)
         runs = wide.runs
         contexts = [_context_from_run(candidates, run, wide.probabilities) for run in runs]
         yield from self._fill_text(contexts)
@@ -239,7 +240,8 @@ class Pipeline:
         folded = fold_reranker_scores(wide.probabilities, [(r.start, r.end) for r in runs], scores)
         chosen = choose_segments(candidates.sentences, query_idf=candidates.query_idf, background=candidates.background, budget=budget,
                                  max_segments=options.k, sentence_floor=options.sentence_floor,
-                                 probabilities=folded, window=_fixed_window(options))
+                                 probabilities=folded, relevance=selection.relevance,
+                                 window=_fixed_window(options))
         trace = [{"document_id": c.citation.document_id, "first_ordinal": c.citation.first_ordinal,
                   "last_ordinal": c.citation.last_ordinal, "score": float(score)} for c, score in zip(contexts, scores)]
         return chosen, trace

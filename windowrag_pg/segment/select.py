@@ -204,7 +204,8 @@ class Selection(NamedTuple):
 
 def choose_segments(candidates: Sequence[CandidateSentence], *, query_idf: float, budget: int,
                     max_segments: int, background: float | None = None, sentence_floor: float = 0.0,
-                    probabilities: np.ndarray | None = None, window: int | None = None) -> Selection:
+                    probabilities: np.ndarray | None = None, relevance: float | None = None,
+                    window: int | None = None) -> Selection:
     """Sentence values → the best runs within BUDGET tokens (at most MAX_SEGMENTS of them).
 
     A sentence's value is its probability of holding evidence minus its token price: the price of
@@ -212,12 +213,15 @@ def choose_segments(candidates: Sequence[CandidateSentence], *, query_idf: float
     the price follows each query's own value distribution. With a floor of 0 every sentence is
     worth sending and the budget is filled; above 0 weak sentences are left out even when they fit.
     ``background`` is the query's similarity to everyday text (embed/background.py), for the
-    relevance. ``probabilities`` replaces the model's (e.g. folded with cross-encoder scores). With
+    relevance. ``probabilities`` replaces the model's (e.g. folded with cross-encoder scores), and
+    then ``relevance`` gives the query's relevance as computed from the model's own. With
     ``window``, RSE is off: fixed ±window windows around the best sentences (windows_by_value).
     """
     if probabilities is None:  # given: already folded with the cross-encoder's scores
         probabilities = sentence_probabilities(feature_matrix(candidates))
-    relevance = query_relevance(candidates, query_idf=query_idf, background=background)
+    if relevance is None:
+        relevance = query_relevance(candidates, query_idf=query_idf, background=background,
+                                    probabilities=probabilities)
     if not candidates:
         return Selection([], probabilities, relevance)
     tokens = np.asarray([c.token_count for c in candidates], dtype=np.int64)

@@ -141,19 +141,23 @@ def sentence_probabilities(features: np.ndarray, weights: np.ndarray = WEIGHTS) 
 
 
 RELEVANCE_FEATURES = ("bias", "best_cosine", "best_window_cosine", "best_term_share", "best_window_term_share",
-                      "cosine_margin", "cosine_over_background", "window_cosine_over_background")
+                      "cosine_margin", "cosine_over_background", "window_cosine_over_background",
+                      "best_sentence_value")
 # Fitted by benchmarks/fit_sentence_values.py on in-corpus against out-of-corpus dev questions.
-RELEVANCE_WEIGHTS = np.array([-11.4700, 2.6133, 3.5431, 3.5106, 5.6516, -2.8240, 5.3352, 6.2650])
+RELEVANCE_WEIGHTS = np.array([-11.2403, 2.0194, 3.0520, 2.4764, 5.0350, -1.8989, 4.6575, 5.6901, 5.4556])
 # The mean background similarity of the dev questions (in and out of corpus), used when unknown.
 TYPICAL_BACKGROUND = 0.35
 
 
 def relevance_features(candidates: Sequence[CandidateSentence], *, query_idf: float,
-                       background: float | None = None) -> np.ndarray:
+                       background: float | None = None, probabilities: np.ndarray | None = None) -> np.ndarray:
     """Absolute signals of how well the best candidates answer: cosines, the share of the query's
-    whole idf mass (terms the collection never holds included) that they match, and how far the
+    whole idf mass (terms the collection never holds included) that they match, how far the
     best cosines rise above the query's BACKGROUND similarity (embed/background.py; None: the
-    typical value of the dev questions, for a query vector the library did not embed)."""
+    typical value of the dev questions, for a query vector the library did not embed), and the
+    best sentence value (PROBABILITIES, the sentence model's; computed when None): an answer is
+    one sentence that stands out on all signals at once, which the cosines and term shares
+    alone do not say."""
     if not candidates:
         return np.zeros(len(RELEVANCE_FEATURES)) + np.eye(len(RELEVANCE_FEATURES))[0]
     cosines = [c.cosine for c in candidates if c.cosine is not None]
@@ -178,13 +182,16 @@ def relevance_features(candidates: Sequence[CandidateSentence], *, query_idf: fl
     else:
         base = TYPICAL_BACKGROUND if background is None else background
         over, window_over = cos - base, window - base
-    return np.asarray([1.0, cos, window, own / total, joined / total, margin, over, window_over])
+    if probabilities is None:
+        probabilities = sentence_probabilities(feature_matrix(candidates))
+    best_value = float(np.max(probabilities))
+    return np.asarray([1.0, cos, window, own / total, joined / total, margin, over, window_over, best_value])
 
 
 def query_relevance(candidates: Sequence[CandidateSentence], *, query_idf: float, background: float | None = None,
-                    weights: np.ndarray = RELEVANCE_WEIGHTS) -> float:
+                    probabilities: np.ndarray | None = None, weights: np.ndarray = RELEVANCE_WEIGHTS) -> float:
     """P(the corpus answers the query), from relevance_features; compared with min_relevance."""
-    features = relevance_features(candidates, query_idf=query_idf, background=background)
+    features = relevance_features(candidates, query_idf=query_idf, background=background, probabilities=probabilities)
     z = float(np.clip(features @ weights, -30.0, 30.0))
     return 1.0 / (1.0 + np.exp(-z))
 
