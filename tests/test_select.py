@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from windowrag_pg.pipeline import PipelineOptions
 from windowrag_pg.segment.select import choose_segments, run_breaks, select_runs, windows_by_value
 from windowrag_pg.segment.values import CandidateSentence, FEATURES, feature_matrix, sentence_probabilities
 
@@ -124,7 +125,7 @@ def test_relevance_separates_an_answerable_query_from_an_off_topic_one():
     answered[3] = candidate(3, 0.86, rank=1, bm25=9.0, terms=(("dental", 4.0), ("plan", 2.5)))
     off_topic = [candidate(o, 0.45 + 0.01 * (o % 3), rank=o + 1) for o in range(8)]
     assert query_relevance(answered, query_idf=6.5) > 0.9
-    assert query_relevance(off_topic, query_idf=9.0) < 0.15  # below the default min_relevance
+    assert query_relevance(off_topic, query_idf=9.0) < PipelineOptions().min_relevance
     assert query_relevance([], query_idf=0.0) < 0.01
 
 
