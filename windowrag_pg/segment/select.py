@@ -77,23 +77,29 @@ def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, b
     closed = np.full((k + 1, cap + 1), -np.inf)
     closed[0, 0] = 0.0
     opened = np.full((k + 1, cap + 1), -np.inf)
+    opened_now = np.empty_like(opened)  # buffers reused step to step: the loop is call-bound
+    longer = np.empty_like(opened)
     # for the way back: was opened[i] a continuation, did closed[i] come from opened[i-1]
     extended = np.zeros((n, k + 1, cap + 1), dtype=bool)
     from_open = np.zeros((n, k + 1, cap + 1), dtype=bool)
     for i in range(n):
-        from_open[i] = opened > closed
-        closed_now = np.maximum(closed, opened)
-        opened_now = np.full_like(opened, -np.inf)
+        np.greater(opened, closed, out=from_open[i])
+        np.maximum(closed, opened, out=closed)  # closed[i]: sentence i not sent
         c = int(cost[i])
-        if c <= cap:
+        if c > cap:
+            opened_now.fill(-np.inf)
+        else:
             width = cap + 1 - c
-            opened_now[1:, c:] = closed_now[:-1, :width] + v[i]
+            opened_now[0] = -np.inf  # no run is open with 0 runs
+            opened_now[:, :c] = -np.inf
+            new = opened_now[:, c:]
+            np.add(closed[:-1, :width], v[i], out=new[1:])  # a new run
             if i > 0 and cont[i]:
-                longer = opened[:, :width] + v[i]
-                better = longer > opened_now[:, c:]
-                extended[i, :, c:] = better
-                opened_now[:, c:] = np.where(better, longer, opened_now[:, c:])
-        closed, opened = closed_now, opened_now
+                grown = longer[:, :width]
+                np.add(opened[:, :width], v[i], out=grown)  # the run of i - 1 goes on
+                np.greater(grown, new, out=extended[i, :, c:])
+                np.maximum(new, grown, out=new)
+        opened, opened_now = opened_now, opened
 
     final = np.maximum(closed, opened)
     best = final.max()
