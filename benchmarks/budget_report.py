@@ -186,8 +186,10 @@ approved of this plan?", "What are two of its subsystems?"). The in-corpus SQuAD
 refused are of the same kind ("What secret did he sever family ties to keep hidden?", "Where did
 he claim the blueprint was stored?"). Tried in the same two-fold split and not kept: whether the
 best BM25 and the best dense sentence agree (+0.007 on the handbook on top of the best value),
-the entropy or the top-3 sum of the values (no better than the best value alone), a
-share-of-named-things feature (earlier: 0.75 → 0.73). ContractNLI has 17 distinct hypotheses,
+the entropy or the top-3 sum of the values (no better than the best value alone), the query's
+cosine to the collection's mean vector, raw or over its background (+0.013 to +0.017 on the
+handbook: SQuAD questions sit nearly as close to the handbook's mean as to their own
+articles', 0.52 against 0.56), a share-of-named-things feature (earlier: 0.75 → 0.73). ContractNLI has 17 distinct hypotheses,
 so the second figure is 17 questions weighted by how often each is asked; they were also
 negatives when the relevance model was fitted (in-sample). The background feature depends on
 none of them (40 sentences written for the purpose), and tests/test_background.py checks the
