@@ -101,8 +101,7 @@ p95 21.9 → 15.9); a whole-query run later the same day, with the machine slowe
 depends on the machine's state, and sits within its noise. With the relevance that reads the
 best sentence value (no extra work: the values are computed once) and the dynamic programme
 writing in place: p50 44.0 ms, p95 72.6 (embed 11.5, SQL 19.5, selection 8.0 against 9.5–10.7
-before), at load 1.6 just after a CI run; the fixed windows 24.9 ms in the same run.
- The evaluation numbers are
+before), at load 1.6 just after a CI run; the fixed windows 24.9 ms in the same run. The evaluation numbers are
 unchanged by 0016 (squad-dev 1,000 questions at 700 tokens, contractnli-dev at 1,200: every
 metric equal).
 """
