@@ -146,8 +146,9 @@ session, 300 before):
 sample (0.953 without abstention; target 0.96) — on every squad-dev question 0.956 (0.959 with
 the previous abstention, which refused fewer in-corpus questions; the table under "Targets") —
 contract recall at 1,200 tokens 0.941 (0.943 without abstention; target 0.95; all 614
-hypotheses, each also in the value fit; the previous run's fresh collection gave 0.947 without
-abstention: HNSW builds differ by a few questions). With the cross-encoder SQuAD reaches
+hypotheses, each also in the value fit; the curves of the previous report gave 0.947 without
+abstention, 0.943 here: a search within one contract is exact, not HNSW, and the difference is
+not traced). With the cross-encoder SQuAD reaches
 0.96–0.97 at 700 tokens.
 The gap is the sentence values' ranking (on the value fit's SQuAD questions the gold sentence is
 a candidate for 99% and ranked first for 69%). Tried on those questions with a two-fold split
