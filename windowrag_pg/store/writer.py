@@ -117,11 +117,14 @@ def update_metadata(conn: psycopg.Connection, collection: Collection, record: Do
     sentences stay as they are; False when it changed since EXPECTED_HASH was read."""
     with conn.transaction():
         lock_collection_writes(conn, collection)
-        old = conn.execute(load_sql("lock_documents"), [collection.id, [record.external_id]]).fetchone()
-        if old is None or old[2] != expected_hash:
+        stored = conn.execute(load_sql("lock_documents"), [collection.id, [record.external_id]]).fetchone()
+        if stored is None:
+            return False
+        _, document_id, stored_hash = stored
+        if stored_hash != expected_hash:
             return False
         conn.execute(load_sql("update_document_metadata"), {
-            "id": old[1], "metadata": Jsonb(record.metadata), "content_hash": record.content_hash,
+            "id": document_id, "metadata": Jsonb(record.metadata), "content_hash": record.content_hash,
             "source": record.source})
     return True
 
