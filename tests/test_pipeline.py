@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from windowrag_pg.ingest import Ingestor
-from windowrag_pg.pipeline import Pipeline
+from windowrag_pg.pipeline import Pipeline, PipelineOptions
 from windowrag_pg.sources import SourceDocument
 
 from .conftest import read_jsonl
@@ -134,11 +134,37 @@ def test_budget_first_segments_are_cited_disjoint_and_within_the_budget(conn, em
 def test_min_relevance_abstains_and_says_why(conn, embedder, squad_article):
     name, _, questions = squad_article
     pipeline = Pipeline(conn, collection=name, embedder=embedder)
-    kept = pipeline.search(questions[0]["query"], min_relevance=0.0)
-    assert not kept.abstained and kept.contexts
+    kept = pipeline.search(questions[0]["query"], min_relevance=None)
+    assert not kept.abstained and kept.contexts and kept.trace["verification"] is None
     refused = pipeline.search(questions[0]["query"], min_relevance=1.0)
     assert refused.abstained and refused.contexts == []
     assert "min_relevance" in refused.trace["abstain"] and refused.as_dict()["abstained"] is True
+
+
+def test_the_cross_encoder_checks_the_uncertain_band(conn, embedder, squad_article):
+    """A band over every relevance makes each query checked: the real cross-encoder reads the two
+    most valuable sentences, and its scores decide."""
+    name, article, questions = squad_article
+    pipeline = Pipeline(conn, collection=name, embedder=embedder)
+    question = questions[0]["query"]
+    checked = pipeline.search(question, min_relevance=0.0, verify_below=1.0)
+    verification = checked.trace["verification"]
+    assert len(verification["sentences"]) == 2 and len(verification["scores"]) == 2
+    assert all(s["document_id"] == article["id"] for s in verification["sentences"])
+    assert max(verification["scores"]) >= PipelineOptions().verify_min_score  # the answer is there
+    assert not checked.abstained and checked.contexts and checked.trace["timings_ms"]["verify"] > 0
+    # the same sentences, a bar none can reach: refused, and the reason names the check
+    refused = pipeline.search(question, min_relevance=0.0, verify_below=1.0, verify_min_score=1.0)
+    assert refused.abstained and refused.contexts == [] and "cross-encoder" in refused.trace["abstain"]
+    assert refused.trace["verification"]["scores"] == verification["scores"]
+    # an off-topic question: its best sentences do not answer it
+    off_topic = pipeline.search("What is the boiling point of liquid nitrogen in kelvin?",
+                                min_relevance=0.0, verify_below=1.0)
+    assert max(off_topic.trace["verification"]["scores"]) < PipelineOptions().verify_min_score
+    assert off_topic.abstained
+    # the relevance model alone: no check
+    alone = pipeline.search(question, verify_below=None)
+    assert alone.trace["verification"] is None and "verify" not in alone.trace["timings_ms"]
 
 
 def test_cli_token_budget_and_abstention(db_url, embedder, squad_article):
@@ -154,3 +180,8 @@ def test_cli_token_budget_and_abstention(db_url, embedder, squad_article):
     data = json.loads(subprocess.run(base + ["--min-relevance", "1", "--json"], capture_output=True, text=True,
                                      check=True, timeout=300).stdout)
     assert data["abstained"] is True and data["contexts"] == [] and data["trace"]["abstain"]
+    kept = json.loads(subprocess.run(base + ["--min-relevance", "none", "--verify-below", "none", "--json"],
+                                     capture_output=True, text=True, check=True, timeout=300).stdout)
+    assert kept["abstained"] is False and kept["trace"]["verification"] is None
+    wrong = subprocess.run(base + ["--verify-below", "high"], capture_output=True, text=True, timeout=300)
+    assert wrong.returncode == 2 and "--verify-below" in wrong.stderr

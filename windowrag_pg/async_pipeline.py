@@ -23,10 +23,12 @@ class AsyncPipeline:
     """
 
     def __init__(self, conn: Any, *, collection: str = "default", embedder: Embedder | None = None,
-                 reranker: Reranker | None = None, pipeline: Pipeline | None = None) -> None:
+                 reranker: Reranker | None = None, verifier: Reranker | None = None,
+                 pipeline: Pipeline | None = None) -> None:
         self.source = async_connection_source(conn)
         # the steps only; its own connection is a URL never opened: statements run on SOURCE
-        self.pipeline = pipeline or Pipeline(None, collection=collection, embedder=embedder, reranker=reranker)
+        self.pipeline = pipeline or Pipeline(None, collection=collection, embedder=embedder, reranker=reranker,
+                                             verifier=verifier)
 
     async def search(self, query: str, *, filters: dict[str, Any] | None = None, collection: str | None = None,
                      **options: Any) -> PipelineResult:

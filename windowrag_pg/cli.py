@@ -64,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(handler=cmd_ingest)
 
+    from .evaluation.cli import min_relevance_arg
+
     p = sub.add_parser("query", help="search a collection: retrieve, rerank, RSE, assemble")
     p.add_argument("query")
     p.add_argument("--k", type=int, default=5, help=f"at most this many contexts (default 5; {describe('k')})")
@@ -73,9 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="segments (default): the most valuable runs of sentences within the budget; "
                         "windows: fixed ±--window windows, cut to the budget; value_windows: "
                         "±--window windows around the most valuable sentences (RSE off, for comparison)")
-    p.add_argument("--min-relevance", type=float, default=None,
+    p.add_argument("--min-relevance", type=min_relevance_arg, default=None, metavar="P",
                    help="return nothing when the best answer's relevance (0-1) is below this "
-                        "(default: the library's calibrated threshold; 0 never abstains)")
+                        "(default: the library's calibrated threshold; 'none' never abstains)")
+    p.add_argument("--verify-below", type=min_relevance_arg, default=None, metavar="P",
+                   help="relevance from --min-relevance up to this is checked by the cross-encoder on the "
+                        "two best sentences (default 0.50, ~35 ms when it runs; 'none': the relevance model alone)")
+    p.add_argument("--verify-min-score", type=float, default=None, metavar="P",
+                   help="the cross-encoder's probability (0-1) one of those sentences must reach (default 0.018)")
     p.add_argument("--window", type=int, default=3, help=f"with --selection windows or value_windows: sentences each side ({describe('window')})")
     p.add_argument("--mode", default="hybrid", choices=["hybrid", "dense", "bm25"])
     p.add_argument("--candidates", type=int, default=20, help=f"candidates per list (dense, BM25) before fusion ({describe('candidates')})")
@@ -263,7 +270,9 @@ def cmd_query(args) -> int:
         rse=defaults.rse if args.rse is None else (None if args.rse.lower() == "none" else args.rse),
         token_budget=(defaults.token_budget if args.token_budget is None else (args.token_budget or None)),
         selection=args.selection or defaults.selection,
-        min_relevance=defaults.min_relevance if args.min_relevance is None else args.min_relevance,
+        min_relevance=_given_or_none(args.min_relevance, defaults.min_relevance),
+        verify_below=_given_or_none(args.verify_below, defaults.verify_below),
+        verify_min_score=_given(args.verify_min_score, defaults.verify_min_score),
         order=args.order, max_sentences=args.max_sentences,
     )
     reranker = None
@@ -290,6 +299,11 @@ def cmd_query(args) -> int:
 def _given(value, default):
     """The option's value when given (0 included: the limits check refuses it by name), else the default."""
     return default if value is None else value
+
+
+def _given_or_none(value, default):
+    """_given for options that take 'none' (min_relevance_arg): None then."""
+    return None if value == "none" else _given(value, default)
 
 
 def _print_contexts(result) -> None:

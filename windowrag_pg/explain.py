@@ -31,6 +31,11 @@ def _print_segment_trace(trace, console: Console) -> None:
     console.print(f"{trace['candidates']} candidate sentences valued; relevance {trace['relevance']:.3f}"
                   f" (min_relevance {options['min_relevance']}); token budget {options['token_budget']}, "
                   f"at most {options['k']} segments")
+    verification = trace.get("verification")
+    if verification:
+        scores = ", ".join(f"{score:.4f}" for score in verification["scores"])
+        console.print(f"relevance below verify_below {options.get('verify_below')}: the cross-encoder scored the "
+                      f"best sentences {scores} (verify_min_score {options.get('verify_min_score')})")
     chosen = Table(title="Segments chosen (summed sentence values within the budget)", title_justify="left")
     for column in ("document", "sentences", "tokens", "value"):
         chosen.add_column(column)

@@ -3,7 +3,8 @@
 - ``selection="segments"`` (default): budget-first. One statement returns every sentence near
   the fused hits with its own signals (windowrag.candidate_sentences); each gets a value
   (segment/values.py); the exact best runs of sentences within the token budget are chosen
-  (segment/select.py); a query the corpus does not answer is abstained on (min_relevance);
+  (segment/select.py); a query the corpus does not answer is abstained on (min_relevance, and
+  the cross-encoder over its best sentences where the relevance model is unsure: verify_below);
   a second statement fetches the chosen text.
 - ``selection="windows"``: fixed ±window windows merged in SQL (windowrag.search_windows), then
   optionally the cross-encoder and the sentence-count RSE (``rse=``), then the budget cuts the
@@ -30,6 +31,7 @@ from .limits import LIMITS, MAX_RETURNED_TOKENS, first_problem
 from .rerank.base import Reranker
 from .retrieve.retriever import Context, QueryError, Retriever, SearchOptions
 from .retrieve.retriever import Candidates
+from .segment.abstain import abstain_reason, needs_verification, sentences_to_verify
 from .segment.relevance import window_sentence_relevance
 from .segment.rse import RSEParams, best_segments, get_params
 from .segment.select import Run, choose_segments
@@ -46,19 +48,23 @@ UNBOUNDED_BUDGET = 8192
 class PipelineOptions:
     """Defaults = the `full` preset of the evaluation (docs/evaluation.md): hybrid retrieval,
     budget-first segment selection within token_budget tokens, at most k contexts, abstention
-    below min_relevance. The cross-encoder is opt-in (seconds per query on CPU)."""
+    below min_relevance (checked by the cross-encoder below verify_below). Reranking with the
+    cross-encoder is opt-in (seconds per query on CPU)."""
 
     k: int = 5
     # tokens (the embedder's tokenizer) all contexts may hold together; None: no budget
     # 1,200: the knee of both dev curves (docs/evaluation.md, "Default budget")
     token_budget: int | None = 1200
     selection: str = "segments"
-    # below this relevance (P(the corpus answers), segment/values.py) nothing is returned;
-    # 0.17 costs 0.007 / 0.002 recall on the in-corpus dev questions (SQuAD / ContractNLI, 1,200
-    # tokens) and refuses 96.7% of SQuAD questions asked of a contract, 90.7% of contract
-    # hypotheses asked of SQuAD, 86.0% of SQuAD questions asked of the handbook
-    # (docs/evaluation.md, "Abstention")
-    min_relevance: float | None = 0.17
+    # below this relevance (P(the corpus answers), segment/values.py) nothing is returned; None:
+    # never abstain. From min_relevance up to verify_below the cross-encoder reads the query's two
+    # most valuable sentences, each alone (~35 ms), and nothing is returned when neither scores
+    # verify_min_score (segment/abstain.py). Chosen on the dev sets' in- and out-of-corpus
+    # questions (docs/evaluation.md, "Abstention"): 4-8% of in-corpus questions are checked.
+    # verify_below None: the relevance model alone (then 0.17 was the dev choice for min_relevance).
+    min_relevance: float | None = 0.05
+    verify_below: float | None = 0.50
+    verify_min_score: float = 0.018  # the cross-encoder's probability; logit -4.0
     # segments: price of a sentence, as a share of the query's best sentence value per 32 tokens
     sentence_floor: float = 0.0
     # segments: how far (sentences) from a fused hit a sentence may be sent
@@ -95,6 +101,11 @@ class PipelineOptions:
                                                or not isinstance(self.min_relevance, (int, float))
                                                or not 0.0 <= self.min_relevance <= 1.0):
             raise QueryError(f"min_relevance must be a number between 0 and 1, not {self.min_relevance!r}")
+        for name in ("verify_below", "verify_min_score"):
+            value = getattr(self, name)
+            if (value is not None or name == "verify_min_score") and (
+                    isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0):
+                raise QueryError(f"{name} must be a number between 0 and 1, not {value!r}")
         if isinstance(self.sentence_floor, bool) or not isinstance(self.sentence_floor, (int, float)) \
                 or not 0.0 <= self.sentence_floor <= 10.0:
             raise QueryError(f"sentence_floor must be a number between 0 and 10, not {self.sentence_floor!r}")
@@ -133,12 +144,14 @@ class _Window:
 
 class Pipeline:
     def __init__(self, conn: psycopg.Connection | Any, *, collection: str = "default",
-                 embedder: Embedder | None = None, reranker: Reranker | None = None) -> None:
+                 embedder: Embedder | None = None, reranker: Reranker | None = None,
+                 verifier: Reranker | None = None) -> None:
         # a Connection, a psycopg_pool ConnectionPool or a URL: a pooled connection is held
         # per statement, so the models never keep one from other requests
         self.source = connection_source(conn)
         self.retriever = Retriever(self.source, embedder=embedder, collection=collection)
         self._reranker = reranker
+        self._verifier = verifier
 
     @property
     def reranker(self) -> Reranker:
@@ -147,6 +160,17 @@ class Pipeline:
 
             self._reranker = get_reranker()
         return self._reranker
+
+    @property
+    def verifier(self) -> Reranker:
+        """The cross-encoder of the abstention check: verify_min_score is calibrated on the
+        default model's scores, so it is that model (the reranker's instance when it is one)."""
+        if self._verifier is None:
+            from .rerank import DEFAULT_RERANKER_MODEL_ID, get_reranker
+
+            same = self._reranker is not None and getattr(self._reranker, "model_id", None) == DEFAULT_RERANKER_MODEL_ID
+            self._verifier = self._reranker if same else get_reranker()
+        return self._verifier
 
     def search(self, query: str, *, filters: dict[str, Any] | None = None, collection: str | None = None,
                **options: Any) -> PipelineResult:
@@ -181,19 +205,26 @@ class Pipeline:
                                     max_segments=options.k, sentence_floor=options.sentence_floor,
                                     window=_fixed_window(options))
         timings["select_ms"] = (time.perf_counter() - mark) * 1000
+        verification = None
+        if candidates.sentences and needs_verification(selection.relevance, min_relevance=options.min_relevance,
+                                                       verify_below=options.verify_below):
+            mark = time.perf_counter()
+            verification = yield from self._verify_steps(candidates, selection.probabilities)
+            timings["verify_ms"] = (time.perf_counter() - mark) * 1000
+        if not candidates.sentences:
+            abstain = "no sentence matched the query"
+        else:
+            abstain = abstain_reason(selection.relevance, min_relevance=options.min_relevance,
+                                     verify_below=options.verify_below,
+                                     verify_scores=None if verification is None else verification["scores"],
+                                     verify_min_score=options.verify_min_score)
         rerank_trace = None
-        if options.rerank and selection.runs:
+        if options.rerank and selection.runs and abstain is None:
             mark = time.perf_counter()
             selection, rerank_trace = yield from self._rerank_segment_steps(candidates, selection, options, budget)
             timings["rerank_ms"] = (time.perf_counter() - mark) * 1000
         mark = time.perf_counter()
-        abstain = None
-        if not candidates.sentences:
-            abstain = "no sentence matched the query"
-        elif options.min_relevance is not None and selection.relevance < options.min_relevance:
-            abstain = (f"relevance {selection.relevance:.3f} is below min_relevance {options.min_relevance}: "
-                       "nothing in the collection looks like an answer")
-        elif not selection.runs:
+        if abstain is None and not selection.runs:
             abstain = "no sentence fits the token budget"
         runs = [] if abstain else selection.runs
         contexts = [_context_from_run(candidates, run, selection.probabilities) for run in runs]
@@ -206,6 +237,7 @@ class Pipeline:
         trace = {
             "options": {**asdict(options), "filters": filters},
             "relevance": round(selection.relevance, 4),
+            "verification": verification,
             "abstain": abstain,
             "candidates": len(candidates.sentences),
             "rerank": rerank_trace,
@@ -220,6 +252,19 @@ class Pipeline:
             "notes": candidates.notes,  # what the caller should know: a filter matching nothing
         }
         return PipelineResult(query=candidates.query, contexts=contexts, trace=trace, abstained=abstain is not None)
+
+    def _verify_steps(self, candidates: Candidates, probabilities: np.ndarray) -> Steps[dict[str, Any]]:
+        """The cross-encoder's scores of the query's most valuable sentences, each read alone."""
+        chosen = [candidates.sentences[i] for i in sentences_to_verify(probabilities)]
+        rows = yield Statement(load_sql("document_slices"), {
+            "documents": [c.document_key for c in chosen],
+            "starts": [c.start_char for c in chosen],
+            "ends": [c.end_char for c in chosen],
+        })
+        scores = self.verifier.score(candidates.query, [text for (text,) in rows])
+        return {"sentences": [{"document_id": candidates.documents[c.document_key][0], "ordinal": c.ordinal}
+                              for c in chosen],
+                "scores": [float(s) for s in scores]}
 
     def _rerank_segment_steps(self, candidates: Candidates, selection, options: PipelineOptions,
                               budget: int) -> Steps[tuple]:

@@ -57,6 +57,9 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--min-relevance", type=min_relevance_arg, default=None, metavar="P",
                    help="abstain below this relevance (0-1), for any pipeline preset: overrides the "
                         "configuration's; 'none': never abstain")
+    p.add_argument("--verify-below", type=min_relevance_arg, default=None, metavar="P",
+                   help="relevance from min_relevance up to this is checked by the cross-encoder: overrides "
+                        "the configuration's; 'none': the relevance model alone")
     p.add_argument("--out-of-corpus", choices=OUT_OF_CORPUS, default=None,
                    help="the queries are another set's, asked of these documents (their gold is dropped: "
                         "only the abstain rate counts): 'scoped' searches each in one document chosen by "
@@ -84,15 +87,15 @@ def token_budget_arg(text: str) -> int | str:
 
 
 def min_relevance_arg(text: str) -> float | str:
-    """--min-relevance: a number in [0, 1], or 'none'."""
+    """--min-relevance / --verify-below: a number in [0, 1], or 'none'."""
     if text.strip().lower() == _NO_BUDGET:
         return _NO_BUDGET
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--min-relevance must be a number in [0, 1] or 'none', not {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1] or 'none', not {text!r}") from None
     if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"--min-relevance must be in [0, 1], not {value}")
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], not {value}")
     return value
 
 
@@ -121,6 +124,8 @@ def cmd_eval(args) -> int:
         config = config.replace(token_budget=None if args.token_budget == _NO_BUDGET else args.token_budget)
     if args.min_relevance is not None:
         config = config.replace(min_relevance=None if args.min_relevance == _NO_BUDGET else args.min_relevance)
+    if args.verify_below is not None:
+        config = config.replace(verify_below=None if args.verify_below == _NO_BUDGET else args.verify_below)
     common = dict(documents_path=args.documents, queries_path=args.queries, config=config, limit=args.limit,
                   seed=args.seed, progress=not args.json or sys.stderr.isatty(), keep_rows=args.rows,
                   out_of_corpus=args.out_of_corpus)

@@ -44,7 +44,7 @@ UNITS = ("sentence", "chunk")
 # EvalConfig fields that are Pipeline options (the rest say what is stored or which searcher runs)
 PIPELINE_FIELDS = ("k", "window", "mode", "candidates", "rrf_k", "rerank", "rerank_candidates", "rerank_tokens",
                    "rerank_token_budget", "max_sentences", "rse", "token_budget", "clamp", "order", "selection",
-                   "min_relevance", "sentence_floor", "radius")
+                   "min_relevance", "verify_below", "verify_min_score", "sentence_floor", "radius")
 
 
 class ConfigError(ValueError):
@@ -106,6 +106,9 @@ class EvalConfig:
     # selection under the token budget (the library default once it exists)
     selection: str = "windows"
     min_relevance: float | None = None
+    # from min_relevance up to verify_below the cross-encoder checks the best sentences (PipelineOptions)
+    verify_below: float | None = PipelineOptions().verify_below
+    verify_min_score: float = PipelineOptions().verify_min_score
     # selection "segments" only: the price of a sentence, and how far from a hit it may be sent
     sentence_floor: float = 0.0
     radius: int = 6
@@ -116,6 +119,12 @@ class EvalConfig:
         budget = self.token_budget
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
             raise ConfigError(f"config {self.name!r}: token_budget must be a positive integer or null, not {budget!r}")
+        for name in ("verify_below", "verify_min_score"):
+            value = getattr(self, name)
+            if (value is not None or name == "verify_min_score") and (
+                    isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1):
+                raise ConfigError(f"config {self.name!r}: {name} must be a number in [0, 1]"
+                                  f"{' or null' if name == 'verify_below' else ''}, not {value!r}")
         if self.selection not in SELECTIONS:
             raise ConfigError(f"config {self.name!r}: selection must be one of {', '.join(SELECTIONS)}, "
                               f"not {self.selection!r}")

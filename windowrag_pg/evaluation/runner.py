@@ -391,6 +391,9 @@ def _run_queries(conn: psycopg.Connection, setup: _Setup, config: EvalConfig, *,
         # the pipeline's P(the corpus answers): any min_relevance can be simulated from the rows
         relevance = result.trace.get("relevance")
         row["relevance"] = float(relevance) if isinstance(relevance, (int, float)) else None
+        # the cross-encoder's best score when the query was in the verification band
+        verification = result.trace.get("verification")
+        row["verify_score"] = max(verification["scores"], default=0.0) if verification else None
         rows.append(row)
     return rows, time.perf_counter() - started
 

@@ -1,0 +1,61 @@
+"""Whether to send anything for a query: the relevance model, and the cross-encoder where it is
+unsure. Pure: the pipeline runs the cross-encoder and hands its scores in.
+
+    relevance < min_relevance                   → abstain
+    min_relevance ≤ relevance < verify_below    → the cross-encoder reads the query's
+                                                  VERIFY_SENTENCES most valuable sentences; abstain
+                                                  when none scores verify_min_score
+    relevance ≥ verify_below                    → send
+
+The relevance model (segment/values.py) reads cosines and term shares: an off-topic question
+that shares words and a register with the collection (a general-knowledge question asked of a
+company handbook) can look as relevant as a hard in-corpus one. The cross-encoder reads the
+question against the sentence itself and tells them apart, but costs ~35 ms for the two
+sentences on 2 cores, so it is asked only in the band where the model is unsure (4-8% of the
+in-corpus dev questions; docs/evaluation.md, "Abstention").
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["VERIFY_SENTENCES", "abstain_reason", "needs_verification", "sentences_to_verify"]
+
+# the cross-encoder reads this many sentences (the most valuable ones), each alone
+VERIFY_SENTENCES = 2
+
+
+def needs_verification(relevance: float, *, min_relevance: float | None, verify_below: float | None) -> bool:
+    """True when RELEVANCE falls in the band the cross-encoder decides."""
+    if min_relevance is None or verify_below is None:
+        return False
+    return min_relevance <= relevance < verify_below
+
+
+def sentences_to_verify(probabilities: Sequence[float] | np.ndarray, *, count: int = VERIFY_SENTENCES) -> list[int]:
+    """Indexes of the COUNT most valuable candidates, best first (ties: document order)."""
+    p = np.asarray(probabilities, dtype=np.float64)
+    return [int(i) for i in np.argsort(-p, kind="stable")[:count]]
+
+
+def abstain_reason(relevance: float, *, min_relevance: float | None, verify_below: float | None = None,
+                   verify_scores: Sequence[float] | None = None, verify_min_score: float = 0.0) -> str | None:
+    """Why nothing is sent (None: send). VERIFY_SCORES are the cross-encoder's probabilities for
+    the sentences_to_verify, needed when needs_verification says so."""
+    if min_relevance is None:
+        return None
+    if relevance < min_relevance:
+        return (f"relevance {relevance:.3f} is below min_relevance {min_relevance}: "
+                "nothing in the collection looks like an answer")
+    if not needs_verification(relevance, min_relevance=min_relevance, verify_below=verify_below):
+        return None
+    if verify_scores is None:
+        raise ValueError(f"relevance {relevance:.3f} is below verify_below {verify_below}: "
+                         "the cross-encoder's scores of the best sentences are needed")
+    best = max(verify_scores, default=0.0)
+    if best < verify_min_score:
+        return (f"relevance {relevance:.3f} is below verify_below {verify_below} and the cross-encoder scores "
+                f"the best sentences at most {best:.4f} (verify_min_score {verify_min_score}): "
+                "nothing in the collection answers")
+    return None
