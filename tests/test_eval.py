@@ -366,8 +366,8 @@ def test_budget_report_section_from_hand_made_runs(tmp_path, monkeypatch):
     assert "| 0.150 | 1.000 | 0.700 (−0.000) | yes |" in text
     # at 0.35 the hit with relevance 0.3 would be abstained on: a loss of 0.1
     assert "| 0.350 | 1.000 | 0.600 (−0.100) | no |" in text
-    # below the run's own min_relevance nothing can be simulated: the table starts there
-    assert "| 0.100 | " in text and "| 0.050 |" not in text
+    # every out-of-corpus row holds its relevance, abstained or not: lower thresholds are simulated too
+    assert "| 0.100 | " in text and "| 0.050 | 0.000 |" in text
     assert (tmp_path / budget_report.PLOT).exists() == (f"]({budget_report.PLOT})" in text)
 
 
