@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the library's calibrated threshold; 'none' never abstains)")
     p.add_argument("--verify-below", type=min_relevance_arg, default=None, metavar="P",
                    help="relevance from --min-relevance up to this is checked by the cross-encoder on the "
-                        "two best sentences (default 0.50, ~35 ms when it runs; 'none': the relevance model alone)")
+                        "two best sentences (default 0.50, 20-35 ms when it runs; 'none': the relevance model alone)")
     p.add_argument("--verify-min-score", type=float, default=None, metavar="P",
                    help="the cross-encoder's probability (0-1) one of those sentences must reach (default 0.018)")
     p.add_argument("--window", type=int, default=3, help=f"with --selection windows or value_windows: sentences each side ({describe('window')})")

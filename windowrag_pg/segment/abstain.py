@@ -10,7 +10,7 @@ unsure. Pure: the pipeline runs the cross-encoder and hands its scores in.
 The relevance model (segment/values.py) reads cosines and term shares: an off-topic question
 that shares words and a register with the collection (a general-knowledge question asked of a
 company handbook) can look as relevant as a hard in-corpus one. The cross-encoder reads the
-question against the sentence itself and tells them apart, but costs ~35 ms for the two
+question against the sentence itself and tells them apart, but costs 20-35 ms for the two
 sentences on 2 cores, so it is asked only in the band where the model is unsure (4-8% of the
 in-corpus dev questions; docs/evaluation.md, "Abstention").
 """
