@@ -175,7 +175,7 @@ contexts instead of k = 5 +0.003 / +0.001; the cross-encoder's score of each of 
 linear mix, a logit sum; every query re-scored, 100–250 ms a query): −0.006 to +0.005 on SQuAD at
 700 tokens, −0.020 to +0.004 on the contracts at 1,200 — a sentence alone tells the
 cross-encoder too little to rank better than the values (the `--rerank` path scores whole runs).
-Of the 47 SQuAD questions the default misses at 700 tokens, 11 have no candidate holding the
+Of the 47 SQuAD questions the default misses at 700 tokens (without abstention), 11 have no candidate holding the
 answer and 34 hold it in a sentence ranked below the fifth (median rank 30). The candidates
 hold the evidence (99.0% of SQuAD answers, 99.6% of contract evidence characters); the ranking
 among them is the gap.
