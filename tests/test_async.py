@@ -86,3 +86,23 @@ def test_the_models_run_off_the_event_loop(conn, db_url, embedder, samples_colle
     ticks, longest_gap, elapsed = asyncio.run(main())
     print(f"search took {elapsed * 1000:.0f} ms; the loop ticked {ticks} times, longest gap {longest_gap * 1000:.1f} ms")
     assert ticks >= 5 and longest_gap < elapsed / 2
+
+
+def test_async_runs_the_abstention_check_as_search_does(conn, db_url, embedder, samples_collection):
+    """The cross-encoder check (a band over every relevance) runs off the event loop with the same
+    scores and decision as the synchronous pipeline."""
+    sync = Pipeline(conn, collection=samples_collection, embedder=embedder)
+    band = {"min_relevance": 0.0, "verify_below": 1.0}
+    want = [sync.search(q, **band) for q in SAMPLE_QUERIES]
+
+    async def main():
+        async with AsyncConnectionPool(db_url, min_size=1, max_size=2) as pool:
+            pipeline = AsyncPipeline(pool, pipeline=sync)
+            return await asyncio.gather(*(pipeline.search(q, **band) for q in SAMPLE_QUERIES))
+
+    got = asyncio.run(main())
+    assert all(w.trace["verification"] and len(w.trace["verification"]["scores"]) == 2 for w in want)
+    for w, g in zip(want, got):
+        assert g.trace["verification"]["sentences"] == w.trace["verification"]["sentences"]
+        assert g.trace["verification"]["scores"] == pytest.approx(w.trace["verification"]["scores"], abs=1e-6)
+        assert (g.abstained, contexts(g)) == (w.abstained, contexts(w))
