@@ -205,7 +205,15 @@ these runs, with thin margins: 0.907 on the handbook, 0.008 on the contracts. Th
 either side of the target. The cross-encoder was asked for 4.1% of
 the SQuAD and 7.7% of the contract questions (a third of the out-of-corpus ones); such a query
 took ~35 ms more (median 69 against 32 ms in the SQuAD curve run), so the whole query's p50 is
-unchanged and its p95 rises only where more than 5% of the questions are checked. Tried on the
+unchanged and its p95 rises only where more than 5% of the questions are checked. A kind of
+out-of-corpus question used neither in the fit nor in the calibration, contract hypotheses
+asked of the handbook (`windowrag eval --documents handbook --queries contractnli-dev --config
+full --out-of-corpus unscoped --limit 300`): only 6.3% refused (the relevance model alone at 0.17:
+0%; the check ran on 164 of the 300). The handbook's confidentiality and data-handling policies
+are on the contracts' subject, and both the model and the cross-encoder take them for answers
+("Receiving Party shall not use any Confidential Information for any purpose other than…"
+against "Do not try to get information improperly…", 0.95): abstention tells a collection
+that is off the subject, not one that is on it without the answer. Tried on the
 same fit rows and not kept: each of the two sentences read with its adjacent candidates (a
 window of up to three sentences) instead of alone, 0.967 instead of 0.960 of the handbook
 questions refused at the default band, the same in-corpus share kept, for passages about three
