@@ -183,5 +183,8 @@ def test_cli_token_budget_and_abstention(db_url, embedder, squad_article):
     kept = json.loads(subprocess.run(base + ["--min-relevance", "none", "--verify-below", "none", "--json"],
                                      capture_output=True, text=True, check=True, timeout=300).stdout)
     assert kept["abstained"] is False and kept["trace"]["verification"] is None
+    explained = subprocess.run(base + ["--min-relevance", "0", "--verify-below", "1", "--explain"],
+                               capture_output=True, text=True, check=True, timeout=300).stdout
+    assert "the cross-encoder scored the best sentences" in explained
     wrong = subprocess.run(base + ["--verify-below", "high"], capture_output=True, text=True, timeout=300)
     assert wrong.returncode == 2 and "--verify-below" in wrong.stderr
