@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from windowrag_pg.db.connection import connect  # noqa: E402
+from windowrag_pg.db.sqlfiles import load_sql  # noqa: E402
 from windowrag_pg.evaluation.runner import read_queries, sample_queries  # noqa: E402
 from windowrag_pg.rerank import get_reranker  # noqa: E402
 from windowrag_pg.segment.abstain import sentences_to_verify  # noqa: E402
@@ -59,7 +60,6 @@ def main() -> int:
     if len(texts) != len(rows):
         raise SystemExit(f"{args.cache}: {len(rows)} rows, but {len(texts)} queries for these arguments")
     conn = connect(autocommit=True)
-    documents: dict[int, str] = {}
     verifier = get_reranker()
     relevance, best = np.zeros(len(rows)), np.zeros(len(rows))
     for i, ((sentences, query_idf, background), _, _) in enumerate(rows):
@@ -68,13 +68,11 @@ def main() -> int:
         probabilities = sentence_probabilities(feature_matrix(sentences))
         relevance[i] = query_relevance(sentences, query_idf=query_idf, background=background,
                                        probabilities=probabilities)
-        passages = []
-        for j in sentences_to_verify(probabilities):
-            c = sentences[j]
-            if c.document_key not in documents:
-                documents[c.document_key] = conn.execute("SELECT text FROM windowrag.documents WHERE id = %s",
-                                                         (c.document_key,)).fetchone()[0]
-            passages.append(documents[c.document_key][c.start_char:c.end_char])
+        chosen = [sentences[j] for j in sentences_to_verify(probabilities)]
+        # the pipeline's own statement for the check's text (Pipeline._verify_steps)
+        passages = [text for (text,) in conn.execute(load_sql("document_slices"), {
+            "documents": [c.document_key for c in chosen], "starts": [c.start_char for c in chosen],
+            "ends": [c.end_char for c in chosen]}).fetchall()]
         best[i] = float(verifier.score(texts[i], passages).max())
     groups = np.asarray([g for _, _, g in rows])
     report(relevance, best, groups)
@@ -82,7 +80,8 @@ def main() -> int:
 
 
 def outcome(relevance, best, groups, mask, rule) -> dict[str, float]:
-    """Share kept (in corpus) or refused (out of corpus) per group under RULE = (low, high, score)."""
+    """Share kept (in corpus) or refused (out of corpus) per group under RULE = (low, high, score):
+    segment/abstain.py's abstain_reason, vectorised over the rows for the grid."""
     low, high, score = rule
     send = (relevance >= high) | ((relevance >= low) & (best >= score))
     return {g: float(np.mean(send[mask & (groups == g)] if g in IN_CORPUS else ~send[mask & (groups == g)]))
