@@ -256,11 +256,7 @@ class Pipeline:
     def _verify_steps(self, candidates: Candidates, probabilities: np.ndarray) -> Steps[dict[str, Any]]:
         """The cross-encoder's scores of the query's most valuable sentences, each read alone."""
         chosen = [candidates.sentences[i] for i in sentences_to_verify(probabilities)]
-        rows = yield Statement(load_sql("document_slices"), {
-            "documents": [c.document_key for c in chosen],
-            "starts": [c.start_char for c in chosen],
-            "ends": [c.end_char for c in chosen],
-        })
+        rows = yield _slices([(c.document_key, c.start_char, c.end_char) for c in chosen])
         scores = self.verifier.score(candidates.query, [text for (text,) in rows])
         return {"sentences": [{"document_id": candidates.documents[c.document_key][0], "ordinal": c.ordinal}
                               for c in chosen],
@@ -462,13 +458,15 @@ class Pipeline:
     def _fill_text(self, contexts: list[AssembledContext]) -> Steps[None]:
         if not contexts:
             return
-        rows = yield Statement(load_sql("document_slices"), {
-            "documents": [c.document_key for c in contexts],
-            "starts": [c.citation.start_char for c in contexts],
-            "ends": [c.citation.end_char for c in contexts],
-        })
+        rows = yield _slices([(c.document_key, c.citation.start_char, c.citation.end_char) for c in contexts])
         for context, (text,) in zip(contexts, rows):
             context.text = text
+
+
+def _slices(ranges: Sequence[tuple[int, int, int]]) -> Statement:
+    """The text of (document key, start_char, end_char) ranges, one row each, in order."""
+    return Statement(load_sql("document_slices"), {"documents": [r[0] for r in ranges],
+                                                   "starts": [r[1] for r in ranges], "ends": [r[2] for r in ranges]})
 
 
 def _fixed_window(options: PipelineOptions) -> int | None:
