@@ -35,7 +35,8 @@ How (the report goes to benchmarks/out/side_by_side_<N>.md, git-ignored):
    enable_seqscan off in its session so that HNSW serves it at every size);
    (b) `windowrag.search_windows(..., k => 5, window_size => 3)` (hybrid + windows);
    (c) `windowrag.dense_search(c, e, 5)`; (d) `search_windows(..., mode => 'dense')` (the same
-   windows from the dense list alone: what the BM25 leg costs). --warmup queries first, not counted. The report shows the
+   windows from the dense list alone: what the BM25 leg costs); with --extra-ef-search M, (a), (b) and (c)
+   again at ef_search M (the ratio at an equal search width). --warmup queries first, not counted. The report shows the
    bare statement's plan once (EXPLAIN ANALYZE): which indexes served it and whether JIT ran.
 5. Recall@5 against exact (numpy brute-force cosine over the float32 vectors) of dense_search and of
    the bare HNSW top 5, at ef_search 100, 200 and 400 (not timed); also counted by the real
@@ -94,6 +95,21 @@ STATEMENTS = {  # the three measured statements, by label
     "windowrag search_windows (dense + windows)":
         "SELECT * FROM windowrag.search_windows(%(c)s, %(q)s, %(e)s, k => 5, window_size => 3, mode => 'dense')",
 }
+
+
+def extra_statements(ef_search: int) -> dict[str, str]:
+    """The bare, hybrid and dense statements again at another ef_search (--extra-ef-search): what a
+    wider HNSW search costs each, measured in the same interleaving (the bare one on a connection of
+    its own whose hnsw.ef_search is set to it)."""
+    return {
+        f"bare dense + windows, ef_search {ef_search}": STATEMENTS["bare dense + windows"],
+        f"windowrag search_windows (hybrid + windows), ef_search {ef_search}":
+            STATEMENTS["windowrag search_windows (hybrid + windows)"][:-1] + f", ef_search => {ef_search:d})",
+        f"windowrag dense_search, ef_search {ef_search}":
+            STATEMENTS["windowrag dense_search"][:-1] + f", NULL, {ef_search:d})",
+    }
+
+
 TARGETS = {"ingest": 2.0, "incremental": 1.3, "bytes": 2450, "p95": 1.8, "recall": 0.99}
 
 
@@ -279,14 +295,15 @@ def relation_bytes(conn, schema: str) -> list[tuple[str, str, int]]:
 
 # ---------------------------------------------------------------- queries
 
-def interleaved_latency(conns: dict, queries: list[str], qvecs: np.ndarray, warmup: int) -> dict[str, list[float]]:
-    labels = list(STATEMENTS)
+def interleaved_latency(conns: dict, statements: dict[str, str], queries: list[str], qvecs: np.ndarray,
+                        warmup: int) -> dict[str, list[float]]:
+    labels = list(statements)
     times: dict[str, list[float]] = {label: [] for label in labels}
     for i, (text, vec) in enumerate(tqdm(list(zip(queries, qvecs)), desc="interleaved queries")):
         params = {"c": COLLECTION, "q": text, "e": vec}
         for label in labels[i % len(labels):] + labels[:i % len(labels)]:  # each first as often as the others
             started = time.perf_counter()
-            conns[label].execute(STATEMENTS[label], params, prepare=False).fetchall()
+            conns[label].execute(statements[label], params, prepare=False).fetchall()
             if i >= warmup:
                 times[label].append((time.perf_counter() - started) * 1000)
     return times
@@ -376,6 +393,15 @@ def latency_lines(times: dict[str, list[float]]) -> list[str]:
     return lines
 
 
+def wide_ratio_lines(times: dict[str, list[float]], ef_search: int | None) -> list[str]:
+    """With --extra-ef-search: the hybrid statement against the bare one at that same ef_search."""
+    if not ef_search:
+        return []
+    bare, hybrid = (times[label] for label in list(extra_statements(ef_search))[:2])
+    return ["", f"At ef_search {ef_search} for both: hybrid + windows / bare dense + windows "
+            f"p50 {q.pct(hybrid, 50) / q.pct(bare, 50):.2f}×, p95 {q.pct(hybrid, 95) / q.pct(bare, 95):.2f}×."]
+
+
 def verdict(value: float, target: float) -> str:
     return "met" if value <= target else "**not met**"
 
@@ -395,6 +421,8 @@ def main() -> None:
     parser.add_argument("--keep-servers", action="store_true", help="leave both servers running at the end")
     parser.add_argument("--vector-index", choices=("halfvec", "binary"), default="halfvec",
                         help="the windowrag collection's vector index (the bare reference is always halfvec)")
+    parser.add_argument("--extra-ef-search", type=int, default=None,
+                        help="also time the bare, hybrid and dense statements at this ef_search (paired)")
     args = parser.parse_args()
     q.OUT.mkdir(parents=True, exist_ok=True)
     loads = {"start": q.uptime()}
@@ -429,8 +457,15 @@ def main() -> None:
 
         bare.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(EF_DEFAULT)])
         loads["before queries"] = q.uptime()
+        statements = dict(STATEMENTS)
         conns = {label: bare if label.startswith("bare") else wr for label in STATEMENTS}
-        times = interleaved_latency(conns, queries, qvecs, args.warmup)
+        if args.extra_ef_search:
+            wide_bare = bare_connect(urls["bare"])
+            wide_bare.execute("SELECT set_config('hnsw.ef_search', %s, false)", [str(args.extra_ef_search)])
+            wide = extra_statements(args.extra_ef_search)
+            statements.update(wide)
+            conns.update({label: wide_bare if label.startswith("bare") else wr for label in wide})
+        times = interleaved_latency(conns, statements, queries, qvecs, args.warmup)
         q.log("latency: " + "; ".join(f"{label} p50 {q.pct(v, 50):.1f} p95 {q.pct(v, 95):.1f} ms" for label, v in times.items()))
         loads["after queries"] = q.uptime()
         recalls = recall(wr, bare, bulk, qvecs[args.warmup:])
@@ -443,6 +478,8 @@ def main() -> None:
         loads["end"] = q.uptime()
         wr.close()
         bare.close()
+        if args.extra_ef_search:
+            wide_bare.close()
     finally:
         if not args.keep_servers:
             for home in homes.values():
@@ -484,7 +521,7 @@ def main() -> None:
         "", f"### Bytes per sentence (after VACUUM ANALYZE, / {n:,})", "", *byte_groups,
         f"| ratio | windowrag / bare | **{totals['windowrag-pg'] / totals['bare SQL']:.2f}×** |",
         "", "Every relation:", "", *byte_table,
-        "", "### Latency (ms)", "", *latency_lines(times), "",
+        "", "### Latency (ms)", "", *latency_lines(times), *wide_ratio_lines(times, args.extra_ef_search), "",
         f"The bare statement's plan (one EXPLAIN ANALYZE, first measured query): {bare_plan}.",
         "", "### Recall@5 against exact (numpy, float32)", "",
         "| ef_search | windowrag dense_search | bare HNSW | windowrag, distinct sentences | bare, distinct sentences |",
