@@ -355,10 +355,12 @@ END $$;
 -- one made for the call's values (the final statement's arrays are constants in a custom plan),
 -- though both are the same index probes and range scans: -0.6 to -0.9 ms p50 a call at 100k,
 -- hybrid, BM25, filtered or clamped to documents alike (migration 0015, docs/performance.md).
+-- candidates: 20 per list by default, as the library (PipelineOptions, SearchOptions, the CLI);
+-- 50 until migration 0018 (less SQuAD recall at equal tokens, ~1 ms more at 100k).
 CREATE OR REPLACE FUNCTION windowrag.search_windows(
     collection text, query_text text, query_embedding vector,
     k integer DEFAULT 5, window_size integer DEFAULT 3, mode text DEFAULT 'hybrid',
-    candidates integer DEFAULT 50, clamp text DEFAULT 'section', rrf_k integer DEFAULT 60,
+    candidates integer DEFAULT 20, clamp text DEFAULT 'section', rrf_k integer DEFAULT 60,
     dense_weight float8 DEFAULT 1.0, bm25_weight float8 DEFAULT 1.0,
     document_ids bigint[] DEFAULT NULL, ef_search integer DEFAULT 100,
     k1 float8 DEFAULT 1.2, b float8 DEFAULT 0.75, max_sentences integer DEFAULT NULL)

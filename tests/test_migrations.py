@@ -155,6 +155,41 @@ def test_0015_generic_plans_for_search_windows_down_and_up(db_url, embedder):
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier("migration_0015_test")))
 
 
+def test_0018_search_windows_takes_the_library_default_candidates_down_and_up(db_url, embedder):
+    """0018: search_windows called without candidates fuses the library's 20 per list (50 before);
+    its downgrade gives back 50, the upgrade 20 again, the body unchanged."""
+    from windowrag_pg.pipeline import PipelineOptions
+    from windowrag_pg.retrieve.retriever import SearchOptions
+
+    arguments = ("SELECT pg_get_function_arguments(p.oid) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                 "WHERE n.nspname = 'windowrag' AND p.proname = 'search_windows'")
+    body = "SELECT prosrc FROM pg_proc WHERE proname = 'search_windows'"
+    # 60 sentences that all match both lists; window 0 and k 100: every fused hit is walked, and
+    # the hits of the segments count the fused list (adjacent windows merge, their hits stay)
+    hits = ("SELECT sum(jsonb_array_length(hits)) FROM windowrag.search_windows("
+            "'many', 'alpha fact', %s::vector, k => 100, window_size => 0{})")
+    with scratch_database(db_url, "migration_0018_test") as url, db.connect(url, autocommit=True) as conn:
+        text = " ".join(f"Alpha fact number {i} is stated here." for i in range(60))
+        Ingestor(conn, collection="many", embedder=embedder).ingest([
+            SourceDocument(external_id="many", format="text", text=text)])
+        vector = str(embedder.embed_query("alpha fact").tolist())
+
+        def fused(candidates: int | None = None) -> int:
+            extra = "" if candidates is None else f", candidates => {candidates:d}"
+            return conn.execute(hits.format(extra), [vector]).fetchone()[0]
+
+        assert SearchOptions().candidates == PipelineOptions().candidates == 20
+        assert "candidates integer DEFAULT 20," in conn.execute(arguments).fetchone()[0]
+        at_head, head_body = fused(), conn.execute(body).fetchone()[0]
+        assert at_head == fused(20) <= 40 < 50 <= fused(50)
+        db.downgrade(conn, "0017")
+        assert "candidates integer DEFAULT 50," in conn.execute(arguments).fetchone()[0]
+        assert fused() == fused(50) and conn.execute(body).fetchone()[0] == head_body
+        db.upgrade(conn)
+        assert "candidates integer DEFAULT 20," in conn.execute(arguments).fetchone()[0]
+        assert fused() == at_head and conn.execute(body).fetchone()[0] == head_body
+
+
 def test_0016_native_bm25_sums_down_and_up(db_url, embedder):
     """0016 creates windowrag_native (the server has it: the test command builds it) and bm25_search
     uses it; its downgrade gives back 0015's bm25_search and drops the extension; same rows."""

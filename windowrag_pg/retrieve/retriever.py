@@ -99,7 +99,7 @@ class SearchOptions:
     k: int = 5
     window: int = 3
     mode: str = "hybrid"
-    candidates: int = 50
+    candidates: int = 20  # the SQL functions' default too (migration 0018)
     clamp: str = "section"
     rrf_k: int = 60
     dense_weight: float = 1.0
@@ -167,7 +167,7 @@ class Retriever:
         window: int = 3,
         mode: str = "hybrid",
         filters: dict[str, Any] | None = None,
-        candidates: int = 50,
+        candidates: int = 20,
         ef_search: int = 100,
         collection: str | None = None,
         clamp: str = "section",
