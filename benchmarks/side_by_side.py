@@ -74,7 +74,7 @@ from windowrag_pg.embed import get_embedder  # noqa: E402
 from windowrag_pg.embed.base import Embedder, EmbeddingError  # noqa: E402
 from windowrag_pg.ingest import Ingestor  # noqa: E402
 from windowrag_pg.store.collections import INDEX_BUILD_MEMORY, INDEX_BUILD_WORKERS  # noqa: E402
-from windowrag_pg.store.bm25 import PACK_SHARE  # noqa: E402
+from windowrag_pg.store.bm25 import PACK_MIN_POSTINGS, PACK_SHARE  # noqa: E402
 
 COLLECTION = "side_by_side"
 K, EF_DEFAULT = 5, 100  # the statements below say 5 and 3 (window) as literals
@@ -242,16 +242,16 @@ def interleaved_incremental(url: str, bare, plan: Plan, texts: list[str], tokens
     return wr_seconds, bare_seconds
 
 
-def time_pack(conn) -> tuple[float, float]:
+def time_pack(conn) -> tuple[float, int, int]:
     """One BM25 pack of the collection after the incremental sample (what an incremental ingest
-    triggers once the rows written since the last one reach PACK_SHARE of the packed postings): its
-    seconds and the postings a sentence holds."""
+    triggers once the rows written since the last one reach PACK_SHARE of the packed postings, and
+    PACK_MIN_POSTINGS): its seconds, the postings packed and the collection's sentences."""
     cid = conn.execute("SELECT id FROM windowrag.collections WHERE name = %s", [COLLECTION]).fetchone()[0]
     started = time.perf_counter()
     packed = conn.execute("SELECT windowrag.bm25_rebuild(%s)", [cid]).fetchone()[0]
     seconds = time.perf_counter() - started
     sentences = conn.execute("SELECT count(*) FROM windowrag.sentences WHERE collection_id = %s", [cid]).fetchone()[0]
-    return seconds, packed / sentences
+    return seconds, packed, sentences
 
 
 def bare_connect(url: str) -> psycopg.Connection:
@@ -510,7 +510,7 @@ def main() -> None:
         q.log(f"incremental sample: {len(extra.source)} rows; load {q.uptime()}")
         inc_wr, inc_bare = interleaved_incremental(urls["windowrag"], bare, extra, texts, tokens, embedder.model_id,
                                                    doc_base=len(bulk.documents))
-        pack_seconds, postings_per_sentence = time_pack(wr)
+        pack_seconds, packed, sentences_packed = time_pack(wr)
         loads["end"] = q.uptime()
         wr.close()
         bare.close()
@@ -523,6 +523,9 @@ def main() -> None:
 
     wr_total = wr_report.seconds - wr_report.embed_seconds
     bare_total = sum(bare_seconds.values())
+    postings_per_sentence = packed / sentences_packed
+    pack_every = max(PACK_MIN_POSTINGS, PACK_SHARE * packed) / postings_per_sentence  # sentences between packs
+    inc_packed = inc_wr + len(extra.source) * pack_seconds / pack_every  # with its share of a pack
     byte_table, byte_groups, totals = bytes_lines(sizes, n)
     label_a, label_b = list(STATEMENTS)[:2]  # bare; hybrid + windows
     p95_ratio = q.pct(times[label_b], 95) / q.pct(times[label_a], 95)
@@ -554,10 +557,10 @@ def main() -> None:
         f"one and then the other: windowrag-pg `Ingestor(bulk=False)` {inc_wr:.2f} s, bare INSERT one document "
         f"per transaction {inc_bare:.2f} s: **{inc_wr / inc_bare:.2f}×**. Not in it: the BM25 pack that an "
         f"incremental ingest triggers once the rows written since the last one reach {PACK_SHARE:.0%} of the "
-        f"packed postings (every ~{PACK_SHARE * n:,.0f} sentences at this size). One pack after the sample took "
-        f"{pack_seconds:.1f} s ({postings_per_sentence:.1f} postings a sentence), "
-        f"{pack_seconds / (PACK_SHARE * n) * 1000:.2f} ms a sentence amortised: with it "
-        f"**{(inc_wr + len(extra.source) * pack_seconds / (PACK_SHARE * n)) / inc_bare:.2f}×**.",
+        f"packed postings and {PACK_MIN_POSTINGS:,} (every ~{pack_every:,.0f} sentences at this size). One pack "
+        f"after the sample took {pack_seconds:.1f} s ({postings_per_sentence:.1f} postings a sentence), "
+        f"{pack_seconds / pack_every * 1000:.2f} ms a sentence amortised: with it "
+        f"**{inc_packed / inc_bare:.2f}×**.",
         "", f"### Bytes per sentence (after VACUUM ANALYZE, / {n:,})", "", *byte_groups,
         f"| ratio | windowrag / bare | **{totals['windowrag-pg'] / totals['bare SQL']:.2f}×** |",
         "", "Every relation:", "", *byte_table,
@@ -575,6 +578,8 @@ def main() -> None:
         f"{verdict(wr_total / bare_total, TARGETS['ingest'])} |",
         f"| incremental ≤ {TARGETS['incremental']}× bare INSERT | {inc_wr / inc_bare:.2f}× | "
         f"{verdict(inc_wr / inc_bare, TARGETS['incremental'])} |",
+        f"| the same with the BM25 packs amortised | {inc_packed / inc_bare:.2f}× | "
+        f"{verdict(inc_packed / inc_bare, TARGETS['incremental'])} |",
         f"| ≤ {TARGETS['bytes']:,} bytes per sentence | {wr_bytes:,.0f} | {verdict(wr_bytes, TARGETS['bytes'])} |",
         f"| hybrid + windows p95 ≤ {TARGETS['p95']}× bare dense + windows | {p95_ratio:.2f}× | "
         f"{verdict(p95_ratio, TARGETS['p95'])} |",
