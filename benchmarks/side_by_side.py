@@ -103,13 +103,13 @@ STATEMENTS = {  # the three measured statements, by label
 def extra_statements(ef_search: int) -> dict[str, str]:
     """The bare, hybrid and dense statements again at another ef_search (--extra-ef-search): what a
     wider HNSW search costs each, measured in the same interleaving (the bare one on a connection of
-    its own whose hnsw.ef_search is set to it)."""
+    its own whose hnsw.ef_search is set to it; the others take it as the parameter ef)."""
     return {
         f"bare dense + windows, ef_search {ef_search}": STATEMENTS["bare dense + windows"],
         f"windowrag search_windows (hybrid + windows), ef_search {ef_search}":
-            STATEMENTS["windowrag search_windows (hybrid + windows)"][:-1] + f", ef_search => {ef_search:d})",
+            STATEMENTS["windowrag search_windows (hybrid + windows)"][:-1] + ", ef_search => %(ef)s)",
         f"windowrag dense_search, ef_search {ef_search}":
-            STATEMENTS["windowrag dense_search"][:-1] + f", NULL, {ef_search:d})",
+            STATEMENTS["windowrag dense_search"][:-1] + ", NULL, %(ef)s)",
     }
 
 
@@ -330,11 +330,11 @@ def relation_bytes(conn, schema: str) -> list[tuple[str, str, int]]:
 # ---------------------------------------------------------------- queries
 
 def interleaved_latency(conns: dict, statements: dict[str, str], queries: list[str], qvecs: np.ndarray,
-                        warmup: int) -> dict[str, list[float]]:
+                        warmup: int, ef_search: int | None = None) -> dict[str, list[float]]:
     labels = list(statements)
     times: dict[str, list[float]] = {label: [] for label in labels}
     for i, (text, vec) in enumerate(tqdm(list(zip(queries, qvecs)), desc="interleaved queries")):
-        params = {"c": COLLECTION, "q": text, "e": vec}
+        params = {"c": COLLECTION, "q": text, "e": vec, "ef": ef_search}
         for label in labels[i % len(labels):] + labels[:i % len(labels)]:  # each first as often as the others
             started = time.perf_counter()
             conns[label].execute(statements[label], params, prepare=False).fetchall()
@@ -500,7 +500,7 @@ def main() -> None:
             wide = extra_statements(args.extra_ef_search)
             statements.update(wide)
             conns.update({label: wide_bare if label.startswith("bare") else wr for label in wide})
-        times = interleaved_latency(conns, statements, queries, qvecs, args.warmup)
+        times = interleaved_latency(conns, statements, queries, qvecs, args.warmup, ef_search=args.extra_ef_search)
         q.log("latency: " + "; ".join(f"{label} p50 {q.pct(v, 50):.1f} p95 {q.pct(v, 95):.1f} ms" for label, v in times.items()))
         loads["after queries"] = q.uptime()
         recalls = recall(wr, bare, bulk, qvecs[args.warmup:])

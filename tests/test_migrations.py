@@ -167,7 +167,8 @@ def test_0018_search_windows_takes_the_library_default_candidates_down_and_up(db
     # 60 sentences that all match both lists; window 0 and k 100: every fused hit is walked, and
     # the hits of the segments count the fused list (adjacent windows merge, their hits stay)
     hits = ("SELECT sum(jsonb_array_length(hits)) FROM windowrag.search_windows("
-            "'many', 'alpha fact', %s::vector, k => 100, window_size => 0{})")
+            "'many', 'alpha fact', %s::vector, k => 100, window_size => 0)")
+    hits_with = hits[:-1] + ", candidates => %s)"
     with scratch_database(db_url, "migration_0018_test") as url, db.connect(url, autocommit=True) as conn:
         text = " ".join(f"Alpha fact number {i} is stated here." for i in range(60))
         Ingestor(conn, collection="many", embedder=embedder).ingest([
@@ -175,8 +176,9 @@ def test_0018_search_windows_takes_the_library_default_candidates_down_and_up(db
         vector = str(embedder.embed_query("alpha fact").tolist())
 
         def fused(candidates: int | None = None) -> int:
-            extra = "" if candidates is None else f", candidates => {candidates:d}"
-            return conn.execute(hits.format(extra), [vector]).fetchone()[0]
+            if candidates is None:
+                return conn.execute(hits, [vector]).fetchone()[0]
+            return conn.execute(hits_with, [vector, candidates]).fetchone()[0]
 
         assert SearchOptions().candidates == PipelineOptions().candidates == 20
         assert "candidates integer DEFAULT 20," in conn.execute(arguments).fetchone()[0]
