@@ -192,6 +192,35 @@ def test_0018_search_windows_takes_the_library_default_candidates_down_and_up(db
         assert fused() == at_head and conn.execute(body).fetchone()[0] == head_body
 
 
+def test_0019_bm25_rebuild_through_a_temporary_table_down_and_up(db_url, embedder):
+    """0019's bm25_rebuild computes the blocks in a temporary table (a parallel sort); its downgrade
+    gives back 0018's single INSERT ... SELECT; both pack the same blocks, lists of several blocks
+    included, and the new one runs twice in one transaction."""
+    blocks = "SELECT lexeme, block, max_impact, sentence_ids, tfs, lengths FROM windowrag.bm25_blocks ORDER BY 1, 2"
+    definition = "SELECT prosrc FROM pg_proc WHERE oid = 'windowrag.bm25_rebuild(integer)'::regprocedure"
+    # 300 sentences sharing "alpha" (3 blocks of 128), with tf 1 or 2 and lengths that vary, so
+    # that impacts differ and tie
+    text = " ".join(f"Alpha fact {i} {'alpha ' * (i % 2)}is stated {'here ' * (i % 5)}today." for i in range(300))
+    with scratch_database(db_url, "migration_0019_test") as url, db.connect(url, autocommit=True) as conn:
+        Ingestor(conn, collection="many", embedder=embedder).ingest([
+            SourceDocument(external_id="many", format="text", text=text)])
+        cid = conn.execute("SELECT id FROM windowrag.collections WHERE name = 'many'").fetchone()[0]
+        with conn.transaction():
+            conn.execute("SELECT windowrag.bm25_rebuild(%s)", [cid])
+            conn.execute("SELECT windowrag.bm25_rebuild(%s)", [cid])
+        at_head = conn.execute(blocks).fetchall()
+        assert [b for lexeme, b, *_ in at_head if lexeme == "alpha"] == [0, 1, 2]
+        assert "CREATE TEMP TABLE" in conn.execute(definition).fetchone()[0]
+        db.downgrade(conn, "0018")
+        assert "CREATE TEMP TABLE" not in conn.execute(definition).fetchone()[0]
+        conn.execute("SELECT windowrag.bm25_rebuild(%s)", [cid])
+        assert conn.execute(blocks).fetchall() == at_head
+        db.upgrade(conn)
+        assert "CREATE TEMP TABLE" in conn.execute(definition).fetchone()[0]
+        conn.execute("SELECT windowrag.bm25_rebuild(%s)", [cid])
+        assert conn.execute(blocks).fetchall() == at_head
+
+
 def test_0016_native_bm25_sums_down_and_up(db_url, embedder):
     """0016 creates windowrag_native (the server has it: the test command builds it) and bm25_search
     uses it; its downgrade gives back 0015's bm25_search and drops the extension; same rows."""
