@@ -210,12 +210,17 @@ def fresh_server(home: Path) -> str:
     return q.configure_server(home)
 
 
-def windowrag_ingest(url: str, plan: Plan, texts: list[str], tokens: dict, model_id: str, bulk: bool,
-                     vector_index: str | None = None):
-    embedder = PrecomputedEmbedder(model_id, [texts[i] for i in plan.source], plan.vectors, tokens)
+def plan_embedder(plan: Plan, texts: list[str], tokens: dict, model_id: str) -> PrecomputedEmbedder:
+    """The precomputed vectors of PLAN's rows, in their order."""
+    return PrecomputedEmbedder(model_id, [texts[i] for i in plan.source], plan.vectors, tokens)
+
+
+def windowrag_bulk_load(url: str, plan: Plan, texts: list[str], tokens: dict, model_id: str,
+                        vector_index: str | None = None):
+    embedder = plan_embedder(plan, texts, tokens, model_id)
     with connect(url, autocommit=True) as conn:
-        ingestor = Ingestor(conn, collection=COLLECTION, embedder=embedder, bulk=bulk, vector_index=vector_index)
-        bar = tqdm(total=len(plan.documents), desc=f"windowrag ingest (bulk={bulk})", unit="doc", mininterval=2)
+        ingestor = Ingestor(conn, collection=COLLECTION, embedder=embedder, bulk=True, vector_index=vector_index)
+        bar = tqdm(total=len(plan.documents), desc="windowrag ingest (bulk=True)", unit="doc", mininterval=2)
         report = ingestor.ingest(plan.documents, on_document=lambda *_: bar.update(1))
         bar.close()
     if report.errors or report.sentences != len(plan.source):
@@ -228,7 +233,7 @@ def interleaved_incremental(url: str, bare, plan: Plan, texts: list[str], tokens
     """Step 6: each document into windowrag-pg (`Ingestor(bulk=False)`, one Ingestor for all, its
     own seconds less embedding) and then into the indexed bare table, document by document, so
     that both see the same load; the two systems' total seconds."""
-    embedder = PrecomputedEmbedder(model_id, [texts[i] for i in plan.source], plan.vectors, tokens)
+    embedder = plan_embedder(plan, texts, tokens, model_id)
     wr_seconds = bare_seconds = 0.0
     with connect(url, autocommit=True) as conn:
         ingestor = Ingestor(conn, collection=COLLECTION, embedder=embedder, bulk=False)
@@ -480,8 +485,8 @@ def main() -> None:
         bare = bare_connect(urls["bare"])
         bare_seconds = bare_load(bare, bulk, texts)
         q.log(f"bare: {bare_seconds}; windowrag bulk ingest; load {q.uptime()}")
-        wr_report = windowrag_ingest(urls["windowrag"], bulk, texts, tokens, embedder.model_id, bulk=True,
-                                     vector_index=args.vector_index)
+        wr_report = windowrag_bulk_load(urls["windowrag"], bulk, texts, tokens, embedder.model_id,
+                                        vector_index=args.vector_index)
         q.log(f"windowrag: {wr_report.as_dict()}")
         loads["after loading"] = q.uptime()
         wr = connect(urls["windowrag"], autocommit=True)

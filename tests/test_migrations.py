@@ -39,6 +39,12 @@ def _populate(conn, embedder) -> None:
         SourceDocument(external_id="c", format="text", text="The last one.")])
 
 
+def _ingest_text(conn, embedder, text: str) -> None:
+    """TEXT as the one document of collection "many"."""
+    Ingestor(conn, collection="many", embedder=embedder).ingest([
+        SourceDocument(external_id="many", format="text", text=text)])
+
+
 def _alembic(conn, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "WINDOWRAG_DATABASE_URL": db._connection_url(conn)}  # a URL, as users give it
     env.pop("WINDOWRAG_CONFIRM_DATA_LOSS", None)
@@ -171,8 +177,7 @@ def test_0018_search_windows_takes_the_library_default_candidates_down_and_up(db
     hits_with = hits[:-1] + ", candidates => %s)"
     with scratch_database(db_url, "migration_0018_test") as url, db.connect(url, autocommit=True) as conn:
         text = " ".join(f"Alpha fact number {i} is stated here." for i in range(60))
-        Ingestor(conn, collection="many", embedder=embedder).ingest([
-            SourceDocument(external_id="many", format="text", text=text)])
+        _ingest_text(conn, embedder, text)
         vector = str(embedder.embed_query("alpha fact").tolist())
 
         def fused(candidates: int | None = None) -> int:
@@ -202,8 +207,7 @@ def test_0019_bm25_rebuild_through_a_temporary_table_down_and_up(db_url, embedde
     # that impacts differ and tie
     text = " ".join(f"Alpha fact {i} {'alpha ' * (i % 2)}is stated {'here ' * (i % 5)}today." for i in range(300))
     with scratch_database(db_url, "migration_0019_test") as url, db.connect(url, autocommit=True) as conn:
-        Ingestor(conn, collection="many", embedder=embedder).ingest([
-            SourceDocument(external_id="many", format="text", text=text)])
+        _ingest_text(conn, embedder, text)
         cid = conn.execute("SELECT id FROM windowrag.collections WHERE name = 'many'").fetchone()[0]
         with conn.transaction():
             conn.execute("SELECT windowrag.bm25_rebuild(%s)", [cid])
