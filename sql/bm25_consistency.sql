@@ -2,13 +2,18 @@
 -- number of mismatches in each table (all zeros = consistent). Postings: each (lexeme,
 -- sentence) of the sentences' tsvectors must be stored exactly once, as a row or packed in a
 -- block (packed postings of deleted sentences are skipped, as queries skip them), with the
--- right tf and length.
+-- right tf and length. A lexeme's packed_df: its packed postings of live sentences.
 WITH recount_stats AS (
     SELECT collection_id, count(*) AS n, coalesce(sum(bm25_length), 0) AS len
     FROM windowrag.sentences GROUP BY collection_id
 ), recount_terms AS (
     SELECT s.collection_id, u.lexeme, count(*) AS df
     FROM windowrag.sentences s, unnest(s.tsv) u GROUP BY 1, 2
+), recount_packed AS (
+    SELECT b.collection_id, b.lexeme, count(*) AS packed_df
+    FROM windowrag.bm25_blocks b, unnest(b.sentence_ids) u (sentence_id)
+    WHERE EXISTS (SELECT 1 FROM windowrag.sentences s WHERE s.id = u.sentence_id)
+    GROUP BY 1, 2
 ), recount_postings AS (
     SELECT s.collection_id, u.lexeme, s.id AS sentence_id, cardinality(u.positions) AS tf, s.bm25_length
     FROM windowrag.sentences s, unnest(s.tsv) u
@@ -25,7 +30,9 @@ SELECT c.name,
            AND (r.n IS DISTINCT FROM b.n_sentences OR r.len IS DISTINCT FROM b.total_length)
            AND coalesce(b.n_sentences, 0) + coalesce(r.n, 0) > 0) AS stats_mismatches,
        (SELECT count(*) FROM recount_terms r FULL JOIN windowrag.bm25_terms t USING (collection_id, lexeme)
-         WHERE coalesce(r.collection_id, t.collection_id) = c.id AND r.df IS DISTINCT FROM t.df) AS term_mismatches,
+         LEFT JOIN recount_packed k USING (collection_id, lexeme)
+         WHERE coalesce(r.collection_id, t.collection_id) = c.id
+           AND (r.df IS DISTINCT FROM t.df OR coalesce(k.packed_df, 0) IS DISTINCT FROM t.packed_df)) AS term_mismatches,
        (SELECT count(*) FROM recount_postings r FULL JOIN stored_postings p USING (collection_id, lexeme, sentence_id)
          WHERE coalesce(r.collection_id, p.collection_id) = c.id
            AND (r.sentence_id IS NULL OR p.sentence_id IS NULL

@@ -48,7 +48,9 @@ $$;
 -- (or reading the longer lists whole costs less than cutting them and re-scoring), and no packed
 -- posting belongs to a deleted sentence, the sums are the exact scores of every matching
 -- sentence and the top n is returned from them. Otherwise a longer list is cut to its
--- strongest postings (impact order; in proportion to the term's idf), the sums are lower bounds,
+-- strongest postings (impact order; in proportion to the term's idf; the cut shared between its
+-- packed blocks and its rows written since the last pack in proportion to how many each holds,
+-- bm25_terms.packed_df, migration 0020), the sums are lower bounds,
 -- and the shortlist_size best candidates (default max(4·n, 200)) are scored exactly from their
 -- tsvectors. Returned scores are always exact; the ranking can differ from scoring every
 -- matching sentence only when a list was cut (docs/performance.md measures it: agreement with
@@ -78,6 +80,7 @@ DECLARE
     term_lexemes text[];
     term_idfs float8[];
     term_lengths bigint[];
+    term_row_lengths bigint[];
     exact_sums boolean;
     whole_postings bigint;
     cut_postings bigint;
@@ -104,14 +107,21 @@ BEGIN
         -- term with at most per_term_limit postings (packed lists may also hold postings of
         -- deleted sentences); a longer list is cut at a length that follows the term's share of
         -- the score: per_term_limit for the rarest query term, half as many at half its idf, never
-        -- below n (n matching sentences give n results).
+        -- below n (n matching sentences give n results). A cut list's length is shared between its
+        -- packed blocks and its posting rows in proportion to their postings (each part at least
+        -- n when it holds that many), as one packed list of the same length would be read: reading
+        -- the full length from both read up to twice the postings, half of them as rows (+0.86 ms
+        -- p50 for the BM25 leg at 1M sentences with 10% of the postings as rows, migration 0020).
         SELECT array_agg(c.lexeme), array_agg(c.idf),
-               array_agg(CASE WHEN c.df <= per_term_limit THEN NULL ELSE c.cut_length END),
+               array_agg(CASE WHEN c.df <= per_term_limit THEN NULL
+                              ELSE least(c.packed, greatest(ceil(c.cut_length * c.packed::float8 / c.df)::bigint, n)) END),
+               array_agg(CASE WHEN c.df <= per_term_limit THEN NULL
+                              ELSE least(c.df - c.packed, greatest(ceil(c.cut_length * (c.df - c.packed)::float8 / c.df)::bigint, n)) END),
                sum(c.df), sum(CASE WHEN c.df <= per_term_limit THEN c.df ELSE c.cut_length END)
-          INTO term_lexemes, term_idfs, term_lengths, whole_postings, cut_postings
-        FROM (SELECT t.lexeme, t.df, t.idf,
+          INTO term_lexemes, term_idfs, term_lengths, term_row_lengths, whole_postings, cut_postings
+        FROM (SELECT t.lexeme, t.df, t.idf, least(t.packed_df, t.df)::bigint AS packed,
                      greatest(n, ceil(per_term_limit * t.idf / max(t.idf) OVER ()))::bigint AS cut_length
-              FROM (SELECT t.lexeme, t.df, ln(1 + (n_sentences - t.df + 0.5) / (t.df + 0.5)) AS idf
+              FROM (SELECT t.lexeme, t.df, t.packed_df, ln(1 + (n_sentences - t.df + 0.5) / (t.df + 0.5)) AS idf
                     FROM windowrag.bm25_terms t
                     WHERE t.collection_id = cid AND t.lexeme = ANY (lexemes)) t) c;
         IF term_lexemes IS NULL THEN
@@ -127,7 +137,9 @@ BEGIN
         shortlist_length := CASE WHEN exact_sums THEN n + 16
                                  ELSE coalesce(shortlist_size, greatest(4 * n, 200)) END;
         IF exact_sums THEN
-            term_lengths := NULL;  -- every list whole (unnest pads a NULL array with NULLs: no LIMIT)
+            -- every list whole (unnest pads a NULL array with NULLs: no LIMIT)
+            term_lengths := NULL;
+            term_row_lengths := NULL;
         END IF;
         -- phase 1: each term's strongest postings (all of them when exact_sums), each with its
         -- exact part of the score, read from the term's packed blocks (impact order: block 0
@@ -140,7 +152,7 @@ BEGIN
             SELECT (r.sums).sentence_ids, (r.sums).sums INTO shortlist_ids, shortlist_sums
             FROM (SELECT windowrag_native.bm25_sums(x.sentence_ids, x.tfs, x.lengths, x.idf,
                                                     avg_length, k1, b, shortlist_length) AS sums
-                  FROM unnest(term_lexemes, term_idfs, term_lengths) AS q (lexeme, idf, list_length)
+                  FROM unnest(term_lexemes, term_idfs, term_lengths, term_row_lengths) AS q (lexeme, idf, list_length, rows_length)
                   CROSS JOIN LATERAL (
                       (SELECT blk.sentence_ids, blk.tfs, blk.lengths, q.idf FROM windowrag.bm25_blocks blk
                        WHERE blk.collection_id = cid AND blk.lexeme = q.lexeme
@@ -151,7 +163,7 @@ BEGIN
                       FROM (SELECT p.sentence_id, p.tf, p.doc_length FROM windowrag.bm25_postings p
                             WHERE p.collection_id = cid AND p.lexeme = q.lexeme
                             ORDER BY p.impact DESC
-                            LIMIT q.list_length) p) x) r;
+                            LIMIT q.rows_length) p) x) r;
         ELSE
             SELECT array_agg(sl.sentence_id ORDER BY sl.w DESC, sl.sentence_id),
                    array_agg(sl.w ORDER BY sl.w DESC, sl.sentence_id)
@@ -161,13 +173,13 @@ BEGIN
                 FROM (
                     SELECT t.sentence_id,
                            q.idf * windowrag.bm25_term_weight(t.tf, t.doc_length, avg_length, k1, b) AS w
-                    FROM unnest(term_lexemes, term_idfs, term_lengths) AS q (lexeme, idf, list_length)
+                    FROM unnest(term_lexemes, term_idfs, term_lengths, term_row_lengths) AS q (lexeme, idf, list_length, rows_length)
                     CROSS JOIN LATERAL (
                         SELECT x.sentence_id, x.tf, x.doc_length FROM (
                             (SELECT p.sentence_id, p.tf, p.doc_length FROM windowrag.bm25_postings p
                              WHERE p.collection_id = cid AND p.lexeme = q.lexeme
                              ORDER BY p.impact DESC
-                             LIMIT q.list_length)
+                             LIMIT q.rows_length)
                             UNION ALL
                             -- unnest in the select list streams the three arrays in step; unnest(a, b, c)
                             -- in FROM would copy each block into a tuplestore first (-14% p50 at 100k)
@@ -699,21 +711,24 @@ BEGIN
     IF current_setting('windowrag.bm25_deferred', true) = 'on' THEN
         RETURN NULL;  -- a bulk load replacing documents: rebuilt at its end
     END IF;
-    WITH gone AS (
-        SELECT o.collection_id, u.lexeme, count(*) AS n
-        FROM old_rows o, unnest(o.tsv) u GROUP BY 1, 2
-    )
-    UPDATE windowrag.bm25_terms t SET df = t.df - gone.n
-    FROM gone WHERE t.collection_id = gone.collection_id AND t.lexeme = gone.lexeme;
-    DELETE FROM windowrag.bm25_terms WHERE df <= 0;
-
     -- unpacked postings go now; packed ones stay (skipped by queries) and are counted as stale
-    -- until the next pack
+    -- until the next pack. A lexeme's df counts both; its packed_df only the packed postings of
+    -- live sentences (bm25_search shares a cut list between blocks and rows by it).
     WITH removed AS (
         DELETE FROM windowrag.bm25_postings p
         USING (SELECT o.collection_id, u.lexeme, o.id FROM old_rows o, unnest(o.tsv) u) g
         WHERE p.collection_id = g.collection_id AND p.lexeme = g.lexeme AND p.sentence_id = g.id
-        RETURNING p.collection_id
+        RETURNING p.collection_id, p.lexeme
+    ), gone_by_lexeme AS (
+        SELECT o.collection_id, u.lexeme, count(*) AS n
+        FROM old_rows o, unnest(o.tsv) u GROUP BY 1, 2
+    ), unpacked_by_lexeme AS (
+        SELECT collection_id, lexeme, count(*) AS n FROM removed GROUP BY 1, 2
+    ), terms AS (
+        UPDATE windowrag.bm25_terms t
+        SET df = t.df - g.n, packed_df = greatest(t.packed_df - (g.n - coalesce(u.n, 0)), 0)
+        FROM gone_by_lexeme g LEFT JOIN unpacked_by_lexeme u USING (collection_id, lexeme)
+        WHERE t.collection_id = g.collection_id AND t.lexeme = g.lexeme
     ), unpacked AS (
         SELECT collection_id, count(*) AS n FROM removed GROUP BY 1
     ), gone AS (
@@ -726,6 +741,7 @@ BEGIN
         stale_postings = s.stale_postings + gone.postings - coalesce(unpacked.n, 0)
     FROM gone LEFT JOIN unpacked USING (collection_id)
     WHERE s.collection_id = gone.collection_id;
+    DELETE FROM windowrag.bm25_terms WHERE df <= 0;
     RETURN NULL;
 END $$;
 
@@ -782,8 +798,8 @@ BEGIN
     SELECT cid, t.lexeme, t.block, t.max_impact, t.sentence_ids, t.tfs, t.lengths FROM pg_temp.windowrag_packed_blocks t;
     DROP TABLE pg_temp.windowrag_packed_blocks;
 
-    INSERT INTO windowrag.bm25_terms (collection_id, lexeme, df)
-    SELECT cid, b.lexeme, sum(cardinality(b.sentence_ids))
+    INSERT INTO windowrag.bm25_terms (collection_id, lexeme, df, packed_df)
+    SELECT cid, b.lexeme, sum(cardinality(b.sentence_ids)), sum(cardinality(b.sentence_ids))
     FROM windowrag.bm25_blocks b WHERE b.collection_id = cid
     GROUP BY b.lexeme;
 

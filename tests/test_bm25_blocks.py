@@ -118,6 +118,33 @@ def test_deleted_sentences_leave_the_results_and_the_next_pack(conn, embedder, c
     assert mismatches(conn, collection_name) == (0, 0, 0)
 
 
+def test_a_cut_list_reads_the_rows_of_a_replaced_document(conn, embedder, collection_name):
+    """A packed document written again: its new postings are rows while its old ones stay packed
+    (stale). packed_df follows (migration 0020), so a cut list still reads the rows' strongest
+    postings: the new text's 'crane crane crane' sentences come first."""
+    Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest(port_documents(15))
+    collection = get_collection(conn, collection_name)
+    rebuild_bm25(conn, collection)
+    replaced = SourceDocument(external_id="port3", format="text",
+                              text=" ".join(f"Crane crane crane {i} lifted." for i in range(12)))
+    report = Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest([replaced])
+    assert not report.errors and report.sentences == 12
+    assert mismatches(conn, collection_name) == (0, 0, 0)
+    df, packed_df = conn.execute("SELECT df, packed_df FROM windowrag.bm25_terms WHERE collection_id = %s"
+                                 " AND lexeme = 'crane'", [collection.id]).fetchone()
+    assert (df, packed_df) == (180, 168)  # 12 packed postings of the old text are stale
+    new_ids = {r[0] for r in conn.execute(
+        "SELECT s.id FROM windowrag.sentences s JOIN windowrag.documents d ON d.id = s.document_id"
+        " WHERE d.collection_id = %s AND d.external_id = 'port3'", [collection.id]).fetchall()}
+    top = conn.execute("SELECT sentence_id FROM windowrag.bm25_search(%s, 'crane', 5, per_term_limit => 10)",
+                       [collection_name]).fetchall()
+    assert len(top) == 5 and {r[0] for r in top} <= new_ids
+    rebuild_bm25(conn, collection)
+    assert conn.execute("SELECT df, packed_df FROM windowrag.bm25_terms WHERE collection_id = %s"
+                        " AND lexeme = 'crane'", [collection.id]).fetchone() == (180, 180)
+    assert mismatches(conn, collection_name) == (0, 0, 0)
+
+
 def test_a_bulk_write_defers_the_statistics_and_the_rebuild_counts_them(conn, embedder, collection_name):
     Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest(port_documents(3))
     collection = get_collection(conn, collection_name)

@@ -197,6 +197,36 @@ def test_0018_search_windows_takes_the_library_default_candidates_down_and_up(db
         assert fused() == at_head and conn.execute(body).fetchone()[0] == head_body
 
 
+def test_0020_bm25_packed_df_down_and_up(db_url, embedder):
+    """0020 adds bm25_terms.packed_df, filled from the blocks of live sentences (a deleted
+    sentence's packed postings do not count); the downgrade drops it and gives back 0019's
+    functions; the same BM25 results through both, cut lists included."""
+    packed_df = "SELECT lexeme, df, packed_df FROM windowrag.bm25_terms ORDER BY 1"
+    column = ("SELECT count(*) FROM information_schema.columns WHERE table_schema = 'windowrag'"
+              " AND table_name = 'bm25_terms' AND column_name = 'packed_df'")
+    queries = [("SELECT sentence_id, score FROM windowrag.bm25_search('many', %s, 5, per_term_limit => 20)", [q])
+               for q in ("alpha fact", "alpha here today", "fact stated")]
+    text = " ".join(f"Alpha fact {i} {'alpha ' * (i % 2)}is stated {'here ' * (i % 5)}today." for i in range(300))
+    with scratch_database(db_url, "migration_0020_test") as url, db.connect(url, autocommit=True) as conn:
+        _ingest_text(conn, embedder, text)
+        cid = conn.execute("SELECT id FROM windowrag.collections WHERE name = 'many'").fetchone()[0]
+        conn.execute("SELECT windowrag.bm25_rebuild(%s)", [cid])
+        conn.execute("DELETE FROM windowrag.sentences WHERE collection_id = %s AND id %% 7 = 0", [cid])
+        Ingestor(conn, collection="many", embedder=embedder, bulk=False).ingest([
+            SourceDocument(external_id="more", format="text", text="Alpha alpha fact here. Another fact stated.")])
+        at_head = conn.execute(packed_df).fetchall()
+        alpha = next(r for r in at_head if r[0] == "alpha")
+        assert alpha[1] - alpha[2] == 1 and 0 < alpha[2] < 300  # one row; deleted sentences left out
+        results = [conn.execute(q, args).fetchall() for q, args in queries]
+        assert all(len(r) == 5 for r in results)
+        db.downgrade(conn, "0019")
+        assert conn.execute(column).fetchone()[0] == 0
+        assert [conn.execute(q, args).fetchall() for q, args in queries] == results
+        db.upgrade(conn)
+        assert conn.execute(packed_df).fetchall() == at_head
+        assert [conn.execute(q, args).fetchall() for q, args in queries] == results
+
+
 def test_0019_bm25_rebuild_through_a_temporary_table_down_and_up(db_url, embedder):
     """0019's bm25_rebuild computes the blocks in a temporary table (a parallel sort); its downgrade
     gives back 0018's single INSERT ... SELECT; both pack the same blocks, lists of several blocks

@@ -107,6 +107,8 @@ class Bm25Term(Base):
     collection_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
     df: Mapped[int] = mapped_column(Integer)
+    # of df, the postings packed in bm25_blocks (of live sentences); the rest are rows (0020)
+    packed_df: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class Bm25Posting(Base):
