@@ -42,7 +42,9 @@ from windowrag_pg.embed import get_embedder  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 
-# The newest sentences whose postings make SHARE of the others': rows; the others: packed.
+# The newest sentences whose postings make SHARE of the others': rows; the others: packed. The
+# blocks are windowrag.bm25_rebuild's (its block query, restricted to the older sentences), the
+# rows the insert trigger's; packed_df and the counters as the pack and the trigger leave them.
 UNPACK = """
 DO $$
 DECLARE

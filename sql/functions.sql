@@ -109,9 +109,10 @@ BEGIN
         -- the score: per_term_limit for the rarest query term, half as many at half its idf, never
         -- below n (n matching sentences give n results). A cut list's length is shared between its
         -- packed blocks and its posting rows in proportion to their postings (each part at least
-        -- n when it holds that many), as one packed list of the same length would be read: reading
-        -- the full length from both read up to twice the postings, half of them as rows (+0.86 ms
-        -- p50 for the BM25 leg at 1M sentences with 10% of the postings as rows, migration 0020).
+        -- n when it holds that many), as one packed list of the same length would be read. Reading
+        -- the full length from both read up to twice the postings, half of them as rows: at 1M
+        -- sentences with 20% of the postings as rows, +1.38 ms p50 on this function against +0.55
+        -- since (migration 0020; benchmarks/pending_postings.py).
         SELECT array_agg(c.lexeme), array_agg(c.idf),
                array_agg(CASE WHEN c.df <= per_term_limit THEN NULL
                               ELSE least(c.packed, greatest(ceil(c.cut_length * c.packed::float8 / c.df)::bigint, n)) END),
