@@ -9,7 +9,8 @@ benchmarks/side_by_side.py run, whose home it reuses; its server must be stopped
 of its database (CREATE DATABASE ... TEMPLATE), turns the postings of its newest sentences into
 rows, as many as SHARE of the rest (as just before a pack): the older sentences are packed as
 windowrag.bm25_rebuild packs them, the newer ones' postings written as the insert trigger writes
-them. With --previous, one more copy at the largest share runs 0019's functions (the frozen copy
+them. With --recent, one more copy whose rows at the largest share are then packed into a recent
+tier (windowrag.bm25_pack_recent, migration 0021). Unless --no-previous, one more copy at the largest share runs 0019's functions (the frozen copy
 migrations/versions/0020_functions.sql: a cut list read at its full length from both the blocks
 and the rows). Then, on 200 SQuAD questions:
 1. BM25 top 20 against exhaustive scoring (every posting of every query term; a result counts
@@ -91,7 +92,7 @@ BEGIN
     UPDATE windowrag.bm25_stats s
     SET packed_postings = (SELECT sum(cardinality(b.sentence_ids)) FROM pg_temp.packed b),
         pending_postings = (SELECT count(*) FROM windowrag.bm25_postings p WHERE p.collection_id = cid),
-        stale_postings = 0
+        stale_postings = 0, recent_postings = 0, packed_through = cutoff - 1
     WHERE s.collection_id = cid;
     DROP TABLE pg_temp.packed;
 END $$
@@ -105,13 +106,16 @@ def database_url(url: str, name: str) -> str:
     return psycopg.conninfo.make_conninfo(url, dbname=name)
 
 
-def make_copies(url: str, source: str, collection: str, shares: list[float], previous: bool) -> dict[str, tuple]:
+def make_copies(url: str, source: str, collection: str, shares: list[float], previous: bool,
+                recent: bool) -> dict[str, tuple]:
     """label -> (database, share, previous functions); the packed source itself included."""
     copies = {"packed": (source, 0.0, False)}
     for share in shares:
         copies[f"rows {share:.0%}"] = (f"pending_{round(share * 100)}", share, False)
     if previous:
         copies[f"rows {max(shares):.0%}, 0019's functions"] = (f"pending_{round(max(shares) * 100)}_0019", max(shares), True)
+    if recent:
+        copies[f"recent tier {max(shares):.0%}"] = (f"recent_{round(max(shares) * 100)}", max(shares), "recent")
     with psycopg.connect(database_url(url, "postgres"), autocommit=True) as conn:
         existing = {r[0] for r in conn.execute("SELECT datname FROM pg_database")}
         for label, (database, share, _) in copies.items():
@@ -131,7 +135,14 @@ def make_copies(url: str, source: str, collection: str, shares: list[float], pre
                 conn.execute("VACUUM ANALYZE windowrag.bm25_postings")
                 conn.execute("VACUUM ANALYZE windowrag.bm25_blocks")
                 q.log(f"{label}: unpacked in {time.perf_counter() - started:.1f} s")
-            if old:
+            if old == "recent":  # the same rows packed into a recent tier (migration 0021)
+                if conn.execute("SELECT sum(recent_postings) FROM windowrag.bm25_stats").fetchone()[0] == 0:
+                    started = time.perf_counter()
+                    conn.execute("SELECT windowrag.bm25_pack_recent(id) FROM windowrag.collections WHERE name = %s",
+                                 [collection])
+                    conn.execute("VACUUM ANALYZE windowrag.bm25_blocks")
+                    q.log(f"{label}: recent tier packed in {time.perf_counter() - started:.1f} s")
+            elif old:
                 conn.execute(load_frozen_sql("0020_functions"))
     return copies
 
@@ -181,6 +192,8 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-previous", dest="previous", action="store_false")
+    parser.add_argument("--recent", action="store_true", help="one more copy: the rows at the largest share packed "
+                        "into a recent tier (bm25_pack_recent)")
     parser.add_argument("--keep", action="store_true", help="keep the copies")
     args = parser.parse_args()
     random.seed(args.seed)
@@ -190,7 +203,7 @@ def main() -> None:
     source = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
     copies, conns = {}, {}
     try:
-        copies = make_copies(url, source, args.collection, shares, args.previous)
+        copies = make_copies(url, source, args.collection, shares, args.previous, args.recent)
         for label, (database, *_) in copies.items():
             conns[label] = psycopg.connect(database_url(url, database), autocommit=True, prepare_threshold=None)
             register_vector(conns[label])

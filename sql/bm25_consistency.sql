@@ -2,7 +2,8 @@
 -- number of mismatches in each table (all zeros = consistent). Postings: each (lexeme,
 -- sentence) of the sentences' tsvectors must be stored exactly once, as a row or packed in a
 -- block (packed postings of deleted sentences are skipped, as queries skip them), with the
--- right tf and length. A lexeme's packed_df: its packed postings of live sentences.
+-- right tf and length. A lexeme's packed_df: its packed postings of live sentences; recent_df:
+-- those of them in the recent tier (blocks below 0).
 WITH recount_stats AS (
     SELECT collection_id, count(*) AS n, coalesce(sum(bm25_length), 0) AS len
     FROM windowrag.sentences GROUP BY collection_id
@@ -10,7 +11,7 @@ WITH recount_stats AS (
     SELECT s.collection_id, u.lexeme, count(*) AS df
     FROM windowrag.sentences s, unnest(s.tsv) u GROUP BY 1, 2
 ), recount_packed AS (
-    SELECT b.collection_id, b.lexeme, count(*) AS packed_df
+    SELECT b.collection_id, b.lexeme, count(*) AS packed_df, count(*) FILTER (WHERE b.block < 0) AS recent_df
     FROM windowrag.bm25_blocks b, unnest(b.sentence_ids) u (sentence_id)
     WHERE EXISTS (SELECT 1 FROM windowrag.sentences s WHERE s.id = u.sentence_id)
     GROUP BY 1, 2
@@ -32,7 +33,8 @@ SELECT c.name,
        (SELECT count(*) FROM recount_terms r FULL JOIN windowrag.bm25_terms t USING (collection_id, lexeme)
          LEFT JOIN recount_packed k USING (collection_id, lexeme)
          WHERE coalesce(r.collection_id, t.collection_id) = c.id
-           AND (r.df IS DISTINCT FROM t.df OR coalesce(k.packed_df, 0) IS DISTINCT FROM t.packed_df)) AS term_mismatches,
+           AND (r.df IS DISTINCT FROM t.df OR coalesce(k.packed_df, 0) IS DISTINCT FROM t.packed_df
+                OR coalesce(k.recent_df, 0) IS DISTINCT FROM t.recent_df)) AS term_mismatches,
        (SELECT count(*) FROM recount_postings r FULL JOIN stored_postings p USING (collection_id, lexeme, sentence_id)
          WHERE coalesce(r.collection_id, p.collection_id) = c.id
            AND (r.sentence_id IS NULL OR p.sentence_id IS NULL

@@ -10,7 +10,7 @@ from windowrag_pg.db.sqlfiles import load_sql
 from windowrag_pg.doctor import repair_bm25, run_checks
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.sources import SourceDocument, iter_sources
-from windowrag_pg.store.bm25 import pack_due, pack_if_due, rebuild_bm25
+from windowrag_pg.store.bm25 import pack_due, pack_if_due, pack_kind, pack_recent, rebuild_bm25
 from windowrag_pg.store.collections import get_collection
 from windowrag_pg.store.writer import delete_document
 
@@ -61,6 +61,65 @@ def test_pack_due_rule():
     assert pack_due(50_000, 0, 0) and pack_due(30_000, 20_000, 0)
     assert not pack_due(99_999, 0, 1_000_000) and pack_due(100_000, 0, 1_000_000)
     assert pack_due(10, 10, 100, min_postings=1)
+
+
+def test_pack_kind_rule():
+    assert pack_kind(49_999, 0, 0, 0) is None
+    assert pack_kind(50_000, 0, 0, 0) == "full"  # nothing packed yet
+    assert pack_kind(100_000, 0, 1_000_000, 0) == "recent"
+    assert pack_kind(100_000, 0, 1_000_000, 250_000) == "recent"  # 350,000 < half of 750,000
+    assert pack_kind(100_000, 0, 1_000_000, 300_000) == "full"  # 400,000 >= half of 700,000
+    assert pack_kind(90_000, 10_000, 1_000_000, 0) == "full"  # stale postings: only a full pack drops them
+
+
+def main_blocks(conn, collection_id: int) -> list[tuple]:
+    return conn.execute("SELECT lexeme, block, sentence_ids FROM windowrag.bm25_blocks WHERE collection_id = %s"
+                        " AND block >= 0 ORDER BY 1, 2", [collection_id]).fetchall()
+
+
+def test_a_recent_pack_rewrites_only_what_was_written_since_the_full_pack(conn, embedder, collection_name):
+    """Migration 0021: the rows (and an earlier recent tier) go into blocks -1, -2, ...; the first
+    tier stays as it was; every score and the recount hold; deletions in either tier are counted;
+    a full pack folds the tier back in."""
+    ingest = Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest
+    ingest(port_documents(15))
+    collection = get_collection(conn, collection_name)
+    rebuild_bm25(conn, collection)
+    first_tier = main_blocks(conn, collection.id)
+    strong = SourceDocument(external_id="strong", format="text",
+                            text=" ".join(f"Crane crane crane {i} lifted." for i in range(12)))
+    ingest(port_documents(3, prefix="new") + [strong])
+    before = bm25_results(conn, collection_name)
+    new_postings = conn.execute(
+        "SELECT sum(length(s.tsv)) FROM windowrag.sentences s JOIN windowrag.documents d ON d.id = s.document_id"
+        " WHERE d.collection_id = %s AND d.external_id IN ('new0', 'new1', 'new2', 'strong')", [collection.id]).fetchone()[0]
+    assert pack_recent(conn, collection) == new_postings
+    pending, stale, _ = counters(conn, collection_name)
+    assert (pending, stale) == (0, 0) and main_blocks(conn, collection.id) == first_tier
+    assert conn.execute("SELECT count(*) FROM windowrag.bm25_blocks WHERE collection_id = %s AND block < 0",
+                        [collection.id]).fetchone()[0] > 0
+    assert mismatches(conn, collection_name) == (0, 0, 0)
+    assert bm25_results(conn, collection_name) == before
+    strong_ids = {r[0] for r in conn.execute(
+        "SELECT s.id FROM windowrag.sentences s JOIN windowrag.documents d ON d.id = s.document_id"
+        " WHERE d.collection_id = %s AND d.external_id = 'strong'", [collection.id]).fetchall()}
+    top = conn.execute("SELECT sentence_id FROM windowrag.bm25_search(%s, 'crane', 5, per_term_limit => 10)",
+                       [collection_name]).fetchall()
+    assert len(top) == 5 and {r[0] for r in top} <= strong_ids  # read from the recent tier
+
+    # more rows, then a deletion in each tier: the counts follow, the results skip them
+    ingest(port_documents(2, prefix="later"))
+    assert delete_document(conn, collection, "new0") and delete_document(conn, collection, "port1")
+    assert mismatches(conn, collection_name) == (0, 0, 0)
+    assert counters(conn, collection_name)[1] > 0  # stale packed postings: the next pack is full
+    mixed = bm25_results(conn, collection_name)
+    rebuild_bm25(conn, collection)
+    assert conn.execute("SELECT count(*) FROM windowrag.bm25_blocks WHERE collection_id = %s AND block < 0",
+                        [collection.id]).fetchone()[0] == 0
+    assert conn.execute("SELECT sum(recent_df) FROM windowrag.bm25_terms WHERE collection_id = %s",
+                        [collection.id]).fetchone()[0] == 0
+    assert mismatches(conn, collection_name) == (0, 0, 0)
+    assert bm25_results(conn, collection_name) == mixed
 
 
 def test_packing_keeps_every_score_and_the_order_of_impacts(conn, embedder, collection_name):

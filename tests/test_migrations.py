@@ -197,6 +197,40 @@ def test_0018_search_windows_takes_the_library_default_candidates_down_and_up(db
         assert fused() == at_head and conn.execute(body).fetchone()[0] == head_body
 
 
+def test_0021_bm25_recent_tier_down_and_up(db_url, embedder):
+    """0021 packs what was written since the last full pack into a recent tier (blocks below 0);
+    its downgrade folds the tier into a full pack and gives back 0020's functions; the same BM25
+    results through both, cut lists included."""
+    tiers = "SELECT count(*) FILTER (WHERE block < 0), count(*) FILTER (WHERE block >= 0) FROM windowrag.bm25_blocks"
+    recent_column = ("SELECT count(*) FROM information_schema.columns WHERE table_schema = 'windowrag'"
+                     " AND table_name = 'bm25_terms' AND column_name = 'recent_df'")
+    queries = [("SELECT sentence_id, score FROM windowrag.bm25_search('many', %s, 5, per_term_limit => 20)", [q])
+               for q in ("alpha fact", "alpha here today", "fact stated")]
+    text = " ".join(f"Alpha fact {i} {'alpha ' * (i % 2)}is stated {'here ' * (i % 5)}today." for i in range(300))
+    with scratch_database(db_url, "migration_0021_test") as url, db.connect(url, autocommit=True) as conn:
+        _ingest_text(conn, embedder, text)
+        cid = conn.execute("SELECT id FROM windowrag.collections WHERE name = 'many'").fetchone()[0]
+        conn.execute("SELECT windowrag.bm25_rebuild(%s)", [cid])
+        Ingestor(conn, collection="many", embedder=embedder, bulk=False).ingest([
+            SourceDocument(external_id="more", format="text",
+                           text=" ".join(f"Alpha alpha fact {i} here. Another fact stated." for i in range(40)))])
+        conn.execute("SELECT windowrag.bm25_pack_recent(%s)", [cid])
+        recent, first = conn.execute(tiers).fetchone()
+        assert recent > 0 and first > 0
+        results = [conn.execute(q, args).fetchall() for q, args in queries]
+        assert all(len(r) == 5 for r in results)
+        db.downgrade(conn, "0020")
+        assert conn.execute(tiers).fetchone()[0] == 0 and conn.execute(recent_column).fetchone()[0] == 0
+        assert conn.execute("SELECT to_regprocedure('windowrag.bm25_pack_recent(integer)')").fetchone()[0] is None
+        assert [conn.execute(q, args).fetchall() for q, args in queries] == results
+        db.upgrade(conn)
+        assert conn.execute(recent_column).fetchone()[0] == 1
+        assert [conn.execute(q, args).fetchall() for q, args in queries] == results
+        conn.execute("SELECT windowrag.bm25_pack_recent(%s)", [cid])  # nothing new: an empty tier
+        assert conn.execute(tiers).fetchone()[0] == 0
+        assert [conn.execute(q, args).fetchall() for q, args in queries] == results
+
+
 def test_0020_bm25_packed_df_down_and_up(db_url, embedder):
     """0020 adds bm25_terms.packed_df, filled from the blocks of live sentences (a deleted
     sentence's packed postings do not count); the downgrade drops it and gives back 0019's
@@ -232,7 +266,9 @@ def test_0019_bm25_rebuild_through_a_temporary_table_down_and_up(db_url, embedde
     gives back 0018's single INSERT ... SELECT; both pack the same blocks, lists of several blocks
     included, and the new one runs twice in one transaction."""
     blocks = "SELECT lexeme, block, max_impact, sentence_ids, tfs, lengths FROM windowrag.bm25_blocks ORDER BY 1, 2"
-    definition = "SELECT prosrc FROM pg_proc WHERE oid = 'windowrag.bm25_rebuild(integer)'::regprocedure"
+    # bm25_rebuild's source, with bm25_write_blocks' since 0021 moved its block query there
+    definition = ("SELECT string_agg(prosrc, ' ') FROM pg_proc WHERE pronamespace = 'windowrag'::regnamespace"
+                  " AND proname IN ('bm25_rebuild', 'bm25_write_blocks')")
     # 300 sentences sharing "alpha" (3 blocks of 128), with tf 1 or 2 and lengths that vary, so
     # that impacts differ and tie
     text = " ".join(f"Alpha fact {i} {'alpha ' * (i % 2)}is stated {'here ' * (i % 5)}today." for i in range(300))
@@ -277,7 +313,9 @@ def test_0017_bm25_rebuild_bytewise_down_and_up(db_url, embedder):
     """0017's bm25_rebuild groups the lexemes bytewise; its downgrade gives back 0016's; both pack
     the same blocks."""
     blocks = "SELECT lexeme, block, max_impact, sentence_ids, tfs, lengths FROM windowrag.bm25_blocks ORDER BY 1, 2"
-    definition = "SELECT prosrc FROM pg_proc WHERE oid = 'windowrag.bm25_rebuild(integer)'::regprocedure"
+    # bm25_rebuild's source, with bm25_write_blocks' since 0021 moved its block query there
+    definition = ("SELECT string_agg(prosrc, ' ') FROM pg_proc WHERE pronamespace = 'windowrag'::regnamespace"
+                  " AND proname IN ('bm25_rebuild', 'bm25_write_blocks')")
     with scratch_database(db_url, "migration_0017_test") as url, db.connect(url, autocommit=True) as conn:
         _populate(conn, embedder)
         cid = conn.execute("SELECT id FROM windowrag.collections WHERE name = 'n'").fetchone()[0]

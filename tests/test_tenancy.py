@@ -695,7 +695,9 @@ SELECT jsonb_build_object(
 
 # columns later revisions added to the 0002 tables
 ADDED_AFTER_0002 = {"collections": ["tenant", "vector_index"], "sections": ["collection_id"], "sentences": ["gap"],
-                    "bm25_stats": ["packed_postings", "pending_postings", "stale_postings"], "bm25_terms": ["packed_df"]}
+                    "bm25_stats": ["packed_postings", "pending_postings", "stale_postings", "recent_postings",
+                                   "packed_through"],
+                    "bm25_terms": ["packed_df", "recent_df"]}
 # a posting's impact only orders a term's postings (scores come from tf and length): the upgrade
 # through 0011 packs the rows and 0013 keeps tf and length, not the impact of the insert time
 NOT_COMPARED = {**ADDED_AFTER_0002, "bm25_postings": ["impact"]}

@@ -99,6 +99,8 @@ class Bm25Stats(Base):
     packed_postings: Mapped[int] = mapped_column(BigInteger, default=0)  # in bm25_blocks (0011)
     pending_postings: Mapped[int] = mapped_column(BigInteger, default=0)  # rows of bm25_postings
     stale_postings: Mapped[int] = mapped_column(BigInteger, default=0)  # packed, of deleted sentences
+    recent_postings: Mapped[int] = mapped_column(BigInteger, default=0)  # of packed, in the recent tier (0021)
+    packed_through: Mapped[int | None] = mapped_column(BigInteger)  # the last sentence id of the last full pack
 
 
 class Bm25Term(Base):
@@ -109,6 +111,7 @@ class Bm25Term(Base):
     df: Mapped[int] = mapped_column(Integer)
     # of df, the postings packed in bm25_blocks (of live sentences); the rest are rows (0020)
     packed_df: Mapped[int] = mapped_column(Integer, default=0)
+    recent_df: Mapped[int] = mapped_column(Integer, default=0)  # of packed_df, in the recent tier (0021)
 
 
 class Bm25Posting(Base):

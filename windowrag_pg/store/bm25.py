@@ -1,8 +1,9 @@
 """BM25 maintenance: when to pack a collection's postings, and packing it (sql/functions.sql,
-windowrag.bm25_rebuild). Incremental writes add postings as rows (fast to insert, ~20× the
-bytes of packed ones); a pack recounts the statistics from the sentences and rewrites every
-posting of the collection into impact-ordered blocks, so it is worth running when the rows are
-a sizeable share of what is packed."""
+windowrag.bm25_rebuild and bm25_pack_recent). Incremental writes add postings as rows (fast to
+insert, ~20x the bytes of packed ones); a full pack recounts the statistics from the sentences and
+rewrites every posting of the collection into impact-ordered blocks; a recent pack (migration
+0021) rewrites only the postings written since the last full pack, into a second tier of blocks.
+Packing is worth it when the rows are a sizeable share of what is packed."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -19,12 +20,28 @@ if TYPE_CHECKING:  # store.collections calls rebuild_bm25 after a bulk load
 # so each posting is rewritten ~1/PACK_SHARE times over the collection's growth.
 PACK_SHARE = 0.10
 PACK_MIN_POSTINGS = 50_000
+# A recent pack while the recent tier, with the rows, stays under this share of the first tier;
+# a full pack beyond it (each posting is then rewritten ~5 times over a collection's growth
+# instead of ~11; docs/performance.md), and whenever deleted sentences left stale postings,
+# which only a full pack drops.
+RECENT_SHARE = 0.5
 
 
 def pack_due(pending: int, stale: int, packed: int, *, share: float = PACK_SHARE,
              min_postings: int = PACK_MIN_POSTINGS) -> bool:
     """True when the unpacked rows and stale postings justify rewriting the collection's blocks."""
     return pending + stale >= max(min_postings, share * packed)
+
+
+def pack_kind(pending: int, stale: int, packed: int, recent: int, *,
+              recent_share: float = RECENT_SHARE) -> str | None:
+    """None when no pack is due, else "recent" (only what was written since the last full pack)
+    or "full"."""
+    if not pack_due(pending, stale, packed):
+        return None
+    if stale or recent + pending >= recent_share * (packed - recent):
+        return "full"
+    return "recent"
 
 
 def rebuild_bm25(conn: psycopg.Connection, collection: Collection) -> int:
@@ -42,10 +59,21 @@ def pack_counts(conn: psycopg.Connection, collection: Collection) -> tuple[int, 
     return None if row is None else tuple(row)
 
 
+def pack_recent(conn: psycopg.Connection, collection: Collection) -> int:
+    """Pack the postings written since the collection's last full pack into its recent tier (a
+    full pack when it never had one), in one transaction without a statement timeout. Needs the
+    owner's role. Returns the number of postings in the recent tier."""
+    with conn.transaction():
+        conn.execute(load_sql("no_statement_timeout_local"))
+        return conn.execute(load_sql("bm25_pack_recent"), [collection.id]).fetchone()[0]
+
+
 def pack_if_due(conn: psycopg.Connection, collection: Collection) -> bool:
-    """Pack the collection when pack_due says so; True when it did."""
-    counts = pack_counts(conn, collection)
-    if counts is None or not pack_due(*counts):
-        return False
-    rebuild_bm25(conn, collection)
-    return True
+    """Pack the collection when pack_kind says so, the way it says; True when it did."""
+    state = conn.execute(load_sql("bm25_pack_state"), [collection.id]).fetchone()
+    kind = None if state is None else pack_kind(*state)
+    if kind == "full":
+        rebuild_bm25(conn, collection)
+    elif kind == "recent":
+        pack_recent(conn, collection)
+    return kind is not None

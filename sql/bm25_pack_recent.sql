@@ -1,0 +1,1 @@
+SELECT windowrag.bm25_pack_recent(%s)
