@@ -197,6 +197,25 @@ def test_0018_search_windows_takes_the_library_default_candidates_down_and_up(db
         assert fused() == at_head and conn.execute(body).fetchone()[0] == head_body
 
 
+# Cut-list BM25 queries over collection "many" as _packed_alpha_collection fills it (a list of 300
+# postings cut at 20)
+ALPHA_QUERIES = [("SELECT sentence_id, score FROM windowrag.bm25_search('many', %s, 5, per_term_limit => 20)", [q])
+                 for q in ("alpha fact", "alpha here today", "fact stated")]
+
+
+def _packed_alpha_collection(conn, embedder) -> int:
+    """Collection "many": 300 sentences sharing "alpha", packed in full; returns its id."""
+    _ingest_text(conn, embedder, " ".join(f"Alpha fact {i} {'alpha ' * (i % 2)}is stated {'here ' * (i % 5)}today."
+                                          for i in range(300)))
+    cid = conn.execute("SELECT id FROM windowrag.collections WHERE name = 'many'").fetchone()[0]
+    conn.execute("SELECT windowrag.bm25_rebuild(%s)", [cid])
+    return cid
+
+
+def _alpha_results(conn) -> list:
+    return [conn.execute(query, args).fetchall() for query, args in ALPHA_QUERIES]
+
+
 def test_0021_bm25_recent_tier_down_and_up(db_url, embedder):
     """0021 packs what was written since the last full pack into a recent tier (blocks below 0);
     its downgrade folds the tier into a full pack and gives back 0020's functions; the same BM25
@@ -204,31 +223,26 @@ def test_0021_bm25_recent_tier_down_and_up(db_url, embedder):
     tiers = "SELECT count(*) FILTER (WHERE block < 0), count(*) FILTER (WHERE block >= 0) FROM windowrag.bm25_blocks"
     recent_column = ("SELECT count(*) FROM information_schema.columns WHERE table_schema = 'windowrag'"
                      " AND table_name = 'bm25_terms' AND column_name = 'recent_df'")
-    queries = [("SELECT sentence_id, score FROM windowrag.bm25_search('many', %s, 5, per_term_limit => 20)", [q])
-               for q in ("alpha fact", "alpha here today", "fact stated")]
-    text = " ".join(f"Alpha fact {i} {'alpha ' * (i % 2)}is stated {'here ' * (i % 5)}today." for i in range(300))
     with scratch_database(db_url, "migration_0021_test") as url, db.connect(url, autocommit=True) as conn:
-        _ingest_text(conn, embedder, text)
-        cid = conn.execute("SELECT id FROM windowrag.collections WHERE name = 'many'").fetchone()[0]
-        conn.execute("SELECT windowrag.bm25_rebuild(%s)", [cid])
+        cid = _packed_alpha_collection(conn, embedder)
         Ingestor(conn, collection="many", embedder=embedder, bulk=False).ingest([
             SourceDocument(external_id="more", format="text",
                            text=" ".join(f"Alpha alpha fact {i} here. Another fact stated." for i in range(40)))])
         conn.execute("SELECT windowrag.bm25_pack_recent(%s)", [cid])
         recent, first = conn.execute(tiers).fetchone()
         assert recent > 0 and first > 0
-        results = [conn.execute(q, args).fetchall() for q, args in queries]
+        results = _alpha_results(conn)
         assert all(len(r) == 5 for r in results)
         db.downgrade(conn, "0020")
         assert conn.execute(tiers).fetchone()[0] == 0 and conn.execute(recent_column).fetchone()[0] == 0
         assert conn.execute("SELECT to_regprocedure('windowrag.bm25_pack_recent(integer)')").fetchone()[0] is None
-        assert [conn.execute(q, args).fetchall() for q, args in queries] == results
+        assert _alpha_results(conn) == results
         db.upgrade(conn)
         assert conn.execute(recent_column).fetchone()[0] == 1
-        assert [conn.execute(q, args).fetchall() for q, args in queries] == results
+        assert _alpha_results(conn) == results
         conn.execute("SELECT windowrag.bm25_pack_recent(%s)", [cid])  # nothing new: an empty tier
         assert conn.execute(tiers).fetchone()[0] == 0
-        assert [conn.execute(q, args).fetchall() for q, args in queries] == results
+        assert _alpha_results(conn) == results
 
 
 def test_0020_bm25_packed_df_down_and_up(db_url, embedder):
@@ -238,27 +252,22 @@ def test_0020_bm25_packed_df_down_and_up(db_url, embedder):
     packed_df = "SELECT lexeme, df, packed_df FROM windowrag.bm25_terms ORDER BY 1"
     column = ("SELECT count(*) FROM information_schema.columns WHERE table_schema = 'windowrag'"
               " AND table_name = 'bm25_terms' AND column_name = 'packed_df'")
-    queries = [("SELECT sentence_id, score FROM windowrag.bm25_search('many', %s, 5, per_term_limit => 20)", [q])
-               for q in ("alpha fact", "alpha here today", "fact stated")]
-    text = " ".join(f"Alpha fact {i} {'alpha ' * (i % 2)}is stated {'here ' * (i % 5)}today." for i in range(300))
     with scratch_database(db_url, "migration_0020_test") as url, db.connect(url, autocommit=True) as conn:
-        _ingest_text(conn, embedder, text)
-        cid = conn.execute("SELECT id FROM windowrag.collections WHERE name = 'many'").fetchone()[0]
-        conn.execute("SELECT windowrag.bm25_rebuild(%s)", [cid])
+        cid = _packed_alpha_collection(conn, embedder)
         conn.execute("DELETE FROM windowrag.sentences WHERE collection_id = %s AND id %% 7 = 0", [cid])
         Ingestor(conn, collection="many", embedder=embedder, bulk=False).ingest([
             SourceDocument(external_id="more", format="text", text="Alpha alpha fact here. Another fact stated.")])
         at_head = conn.execute(packed_df).fetchall()
         alpha = next(r for r in at_head if r[0] == "alpha")
         assert alpha[1] - alpha[2] == 1 and 0 < alpha[2] < 300  # one row; deleted sentences left out
-        results = [conn.execute(q, args).fetchall() for q, args in queries]
+        results = _alpha_results(conn)
         assert all(len(r) == 5 for r in results)
         db.downgrade(conn, "0019")
         assert conn.execute(column).fetchone()[0] == 0
-        assert [conn.execute(q, args).fetchall() for q, args in queries] == results
+        assert _alpha_results(conn) == results
         db.upgrade(conn)
         assert conn.execute(packed_df).fetchall() == at_head
-        assert [conn.execute(q, args).fetchall() for q, args in queries] == results
+        assert _alpha_results(conn) == results
 
 
 def test_0019_bm25_rebuild_through_a_temporary_table_down_and_up(db_url, embedder):
