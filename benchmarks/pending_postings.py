@@ -84,11 +84,10 @@ BEGIN
     SELECT cid, u.lexeme, n.id, cardinality(u.positions), n.bm25_length,
            windowrag.bm25_term_weight(cardinality(u.positions), n.bm25_length, avg_length)
     FROM windowrag.sentences n, unnest(n.tsv) u WHERE n.collection_id = cid AND n.id >= cutoff;
-    UPDATE windowrag.bm25_terms t SET packed_df = coalesce(x.n, 0)
-    FROM windowrag.bm25_terms t2
-    LEFT JOIN (SELECT b.lexeme, sum(cardinality(b.sentence_ids)) AS n FROM pg_temp.packed b GROUP BY 1) x
-           ON x.lexeme = t2.lexeme COLLATE "C"
-    WHERE t.collection_id = cid AND t2.collection_id = cid AND t2.lexeme = t.lexeme;
+    UPDATE windowrag.bm25_terms t SET packed_df = 0, recent_df = 0 WHERE t.collection_id = cid;
+    UPDATE windowrag.bm25_terms t SET packed_df = x.n
+    FROM (SELECT b.lexeme, sum(cardinality(b.sentence_ids)) AS n FROM pg_temp.packed b GROUP BY 1) x
+    WHERE t.collection_id = cid AND t.lexeme = x.lexeme;
     UPDATE windowrag.bm25_stats s
     SET packed_postings = (SELECT sum(cardinality(b.sentence_ids)) FROM pg_temp.packed b),
         pending_postings = (SELECT count(*) FROM windowrag.bm25_postings p WHERE p.collection_id = cid),
@@ -229,7 +228,7 @@ def main() -> None:
     labels = list(copies)
     previous = [label for label in labels if "0019" in label]
     lines = [f"# BM25 posting rows between packs: {sentences:,} sentences", "",
-             f"`python benchmarks/pending_postings.py --home {args.home} --shares {args.shares}`; "
+             f"`python benchmarks/pending_postings.py {' '.join(sys.argv[1:])}`; "
              f"{args.queries} SQuAD questions after {args.warmup} warm-up, {args.passes} passes, every "
              f"database in turn per question (order rotating), prepare=False; load {loads[0]} / {loads[-1]}.", "",
              "| database | postings as rows | packed | BM25 top 20 against exhaustive |", "|---|---:|---:|---:|"]
