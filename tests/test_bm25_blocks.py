@@ -10,7 +10,7 @@ from windowrag_pg.db.sqlfiles import load_sql
 from windowrag_pg.doctor import repair_bm25, run_checks
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.sources import SourceDocument, iter_sources
-from windowrag_pg.store.bm25 import pack_due, pack_if_due, pack_kind, pack_recent, rebuild_bm25
+from windowrag_pg.store.bm25 import pack_counts, pack_due, pack_if_due, pack_kind, pack_recent, rebuild_bm25
 from windowrag_pg.store.collections import get_collection
 from windowrag_pg.store.writer import delete_document
 
@@ -47,8 +47,9 @@ WHERE b.collection_id = %s AND b.lexeme = 'crane' ORDER BY b.block
 """
 
 
-def counters(conn, name: str) -> tuple[int, int, int]:
-    return conn.execute(load_sql("bm25_pack_due"), [get_collection(conn, name).id]).fetchone()
+def counters(conn, name: str) -> tuple[int, int, int, int]:
+    """(as rows, stale, packed, of them in the recent tier)."""
+    return pack_counts(conn, get_collection(conn, name))
 
 
 def mismatches(conn, name: str) -> tuple[int, int, int]:
@@ -94,7 +95,7 @@ def test_a_recent_pack_rewrites_only_what_was_written_since_the_full_pack(conn, 
         "SELECT sum(length(s.tsv)) FROM windowrag.sentences s JOIN windowrag.documents d ON d.id = s.document_id"
         " WHERE d.collection_id = %s AND d.external_id IN ('new0', 'new1', 'new2', 'strong')", [collection.id]).fetchone()[0]
     assert pack_recent(conn, collection) == new_postings
-    pending, stale, _ = counters(conn, collection_name)
+    pending, stale, *_ = counters(conn, collection_name)
     assert (pending, stale) == (0, 0) and main_blocks(conn, collection.id) == first_tier
     assert conn.execute("SELECT count(*) FROM windowrag.bm25_blocks WHERE collection_id = %s AND block < 0",
                         [collection.id]).fetchone()[0] > 0
@@ -125,13 +126,13 @@ def test_a_recent_pack_rewrites_only_what_was_written_since_the_full_pack(conn, 
 def test_packing_keeps_every_score_and_the_order_of_impacts(conn, embedder, collection_name):
     report = Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest(port_documents(15))
     assert not report.errors and report.sentences == 180
-    pending, stale, packed = counters(conn, collection_name)
+    pending, stale, packed, _ = counters(conn, collection_name)
     assert pending > 180 and stale == 0 and packed == 0  # below the pack threshold: rows
     before = bm25_results(conn, collection_name)
     cut_before = bm25_results(conn, collection_name, n=5, per_term_limit=10, shortlist_size=20)
 
     assert rebuild_bm25(conn, get_collection(conn, collection_name)) == pending
-    assert counters(conn, collection_name) == (0, 0, pending)
+    assert counters(conn, collection_name) == (0, 0, pending, 0)
     cid = get_collection(conn, collection_name).id
     assert conn.execute("SELECT count(*) FROM windowrag.bm25_postings WHERE collection_id = %s", [cid]).fetchone()[0] == 0
     assert mismatches(conn, collection_name) == (0, 0, 0)
@@ -156,7 +157,7 @@ def test_deleted_sentences_leave_the_results_and_the_next_pack(conn, embedder, c
         "SELECT s.id FROM windowrag.sentences s JOIN windowrag.documents d ON d.id = s.document_id"
         " WHERE d.collection_id = %s AND d.external_id IN ('port0', 'port1')", [collection.id]).fetchall()}
     assert delete_document(conn, collection, "port0") and delete_document(conn, collection, "port1")
-    pending, stale, _ = counters(conn, collection_name)
+    pending, stale, *_ = counters(conn, collection_name)
     assert pending == 0 and stale > 0
     assert mismatches(conn, collection_name) == (0, 0, 0)  # stale packed postings are skipped
     results = bm25_results(conn, collection_name, n=200)
@@ -165,14 +166,14 @@ def test_deleted_sentences_leave_the_results_and_the_next_pack(conn, embedder, c
 
     # new rows beside the blocks: read from both; a pack folds them in and drops the stale ones
     Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest(port_documents(2, prefix="new"))
-    pending, stale, _ = counters(conn, collection_name)
+    pending, stale, *_ = counters(conn, collection_name)
     assert pending > 0 and stale > 0
     mixed = bm25_results(conn, collection_name)
     assert pack_if_due(conn, collection) is False  # far below 50,000 postings
     rebuild_bm25(conn, collection)
     live = conn.execute("SELECT sum(length(tsv)) FROM windowrag.sentences WHERE collection_id = %s",
                         [collection.id]).fetchone()[0]
-    assert counters(conn, collection_name) == (0, 0, live)
+    assert counters(conn, collection_name) == (0, 0, live, 0)
     assert bm25_results(conn, collection_name) == mixed
     assert mismatches(conn, collection_name) == (0, 0, 0)
 

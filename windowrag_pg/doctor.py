@@ -11,7 +11,7 @@ from psycopg import sql
 from .db import connection as db
 from .db.native import create_native, native_state
 from .db.sqlfiles import load_sql
-from .store.bm25 import pack_counts, pack_due, rebuild_bm25
+from .store.bm25 import pack_counts, pack_if_due, pack_kind, rebuild_bm25
 from .store.collections import (
     Collection, build_collection_index, collection_index_name, collection_index_state, get_collection,
 )
@@ -116,24 +116,28 @@ def repair_indexes(conn: psycopg.Connection) -> list[str]:
 
 def repair_bm25(conn: psycopg.Connection) -> list[str]:
     """Recount and pack the BM25 statistics and postings of every collection that disagrees with
-    a full recount, or whose posting rows are due to be packed (tenant roles' ingests never pack);
-    windowrag.bm25_rebuild. The names of the collections repaired."""
+    a full recount (windowrag.bm25_rebuild), and pack those whose posting rows are due, the way an
+    owner's ingest would (tenant roles' ingests never pack). The names of the collections repaired."""
     repaired = []
     for name, stats, terms, postings in conn.execute(load_sql("bm25_consistency")).fetchall():
         collection = get_collection(conn, name)
-        if stats or terms or postings or _pack_state(conn, collection)[0]:
+        if stats or terms or postings:
             rebuild_bm25(conn, collection)
+            repaired.append(name)
+        elif pack_if_due(conn, collection):
             repaired.append(name)
     return repaired
 
 
-def _pack_state(conn, collection: Collection) -> tuple[bool, str]:
-    """Whether the collection's posting rows are due to be packed, and what the counters say."""
+def _pack_state(conn, collection: Collection) -> tuple[str | None, str]:
+    """The pack the collection's posting rows are due for (None, "recent" or "full"), and what
+    the counters say."""
     counts = pack_counts(conn, collection)
     if counts is None:
-        return False, "no postings"
-    pending, stale, packed = counts
-    return pack_due(pending, stale, packed), f"{packed:,} packed, {pending:,} as rows, {stale:,} stale"
+        return None, "no postings"
+    pending, stale, packed, recent = counts
+    return pack_kind(*counts), (f"{packed:,} packed ({recent:,} in the recent tier), {pending:,} as rows, "
+                                f"{stale:,} stale")
 
 
 def _dense_plan(conn, collection: Collection, index: str) -> Check:
@@ -170,6 +174,7 @@ def _bm25(conn) -> list[Check]:
                             f"mismatches: stats {stats}, terms {terms}, postings {postings}",
                             "" if ok else "windowrag doctor --fix (recounts them: windowrag.bm25_rebuild)"))
         due, counts = _pack_state(conn, get_collection(conn, name))
-        checks.append(Check(f"BM25 postings of {name!r} packed", not due, counts,
-                            "windowrag doctor --fix (packs them: windowrag.bm25_rebuild)" if due else ""))
+        how = "windowrag.bm25_rebuild" if due == "full" else "windowrag.bm25_pack_recent"
+        checks.append(Check(f"BM25 postings of {name!r} packed", due is None, counts,
+                            f"windowrag doctor --fix (packs them: {how})" if due else ""))
     return checks

@@ -53,9 +53,10 @@ def rebuild_bm25(conn: psycopg.Connection, collection: Collection) -> int:
         return conn.execute(load_sql("bm25_rebuild"), [collection.id]).fetchone()[0]
 
 
-def pack_counts(conn: psycopg.Connection, collection: Collection) -> tuple[int, int, int] | None:
-    """The collection's posting counters: (as rows, stale, packed); None before its first posting."""
-    row = conn.execute(load_sql("bm25_pack_due"), [collection.id]).fetchone()
+def pack_counts(conn: psycopg.Connection, collection: Collection) -> tuple[int, int, int, int] | None:
+    """The collection's posting counters, what pack_kind decides from: (as rows, stale, packed, of
+    the packed those in the recent tier); None before its first posting."""
+    row = conn.execute(load_sql("bm25_pack_state"), [collection.id]).fetchone()
     return None if row is None else tuple(row)
 
 
@@ -70,8 +71,8 @@ def pack_recent(conn: psycopg.Connection, collection: Collection) -> int:
 
 def pack_if_due(conn: psycopg.Connection, collection: Collection) -> bool:
     """Pack the collection when pack_kind says so, the way it says; True when it did."""
-    state = conn.execute(load_sql("bm25_pack_state"), [collection.id]).fetchone()
-    kind = None if state is None else pack_kind(*state)
+    counts = pack_counts(conn, collection)
+    kind = None if counts is None else pack_kind(*counts)
     if kind == "full":
         rebuild_bm25(conn, collection)
     elif kind == "recent":
