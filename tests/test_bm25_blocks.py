@@ -238,6 +238,30 @@ def test_doctor_reports_posting_rows_due_and_fix_packs_them(conn, embedder, coll
     assert collection_name not in repair_bm25(conn)
 
 
+
+def test_doctor_names_a_recent_pack_due_and_fix_runs_that_one(conn, embedder, collection_name):
+    """Rows written after a full pack, a sizeable share of a large first tier (the counters raised by
+    hand, as above): doctor says the pack due is a recent one, and --fix packs only the rows, into
+    the recent tier, leaving the first tier as it was."""
+    ingest = Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest
+    ingest(port_documents(4))
+    collection = get_collection(conn, collection_name)
+    rebuild_bm25(conn, collection)
+    first_tier = main_blocks(conn, collection.id)
+    ingest(port_documents(2, prefix="new"))
+    rows = counters(conn, collection_name)[0]
+    assert rows > 0
+    conn.execute("UPDATE windowrag.bm25_stats SET pending_postings = pending_postings + 100000, "
+                 "packed_postings = packed_postings + 1000000 WHERE collection_id = %s", [collection.id])
+    check_name = f"BM25 postings of {collection_name!r} packed"
+    [check] = [c for c in run_checks(conn) if c.name == check_name]
+    assert not check.ok and "bm25_pack_recent" in check.fix and "recent tier" in check.detail
+    assert collection_name in repair_bm25(conn)
+    pending, stale, _, recent = counters(conn, collection_name)
+    assert (pending, stale, recent) == (0, 0, rows)
+    assert main_blocks(conn, collection.id) == first_tier
+    assert mismatches(conn, collection_name) == (0, 0, 0)
+
 SEARCH = "SELECT sentence_id, score FROM windowrag.bm25_search(%s, %s, 200, {docs}, k1 => %s, b => %s)"
 SENTENCE_READS = """SELECT coalesce(sum(idx_scan), 0) + coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables
                     WHERE relid = 'windowrag.sentences'::regclass"""
