@@ -238,9 +238,9 @@ class Incremental:
     packs: list[tuple[str, float]]  # ("recent" | "full", the seconds of the ingest call that ran it)
     typical_document: float  # median seconds of the windowrag calls that ran no pack
 
-    def pack_seconds(self, kind: str | None = None) -> float:
+    def own_pack_seconds(self) -> float:
         """The packs' share of windowrag's seconds: each call that ran one, over the median call."""
-        return sum(seconds - self.typical_document for k, seconds in self.packs if kind in (None, k))
+        return sum(seconds - self.typical_document for _, seconds in self.packs)
 
 
 def pack_marks(conn, cid: int) -> tuple[int, int]:
@@ -286,7 +286,7 @@ def packs_line(inc: Incremental) -> str:
         return "The sample ran no BM25 pack."
     kinds = {kind: [seconds - inc.typical_document for k, seconds in inc.packs if k == kind] for kind in ("recent", "full")}
     parts = [f"{len(v)} {kind} ({', '.join(f'{x:.1f}' for x in v)} s)" for kind, v in kinds.items() if v]
-    total = inc.pack_seconds()
+    total = inc.own_pack_seconds()
     return (f"It includes the BM25 packs the ingests ran on their own: {' and '.join(parts)}, "
             f"{total:.1f} s in all ({total / inc.windowrag:.0%} of windowrag's seconds); without them "
             f"{(inc.windowrag - total) / inc.bare:.2f}×.")
@@ -577,7 +577,7 @@ def main() -> None:
     postings_per_sentence = packed / sentences_packed
     pack_every = max(PACK_MIN_POSTINGS, PACK_SHARE * packed) / postings_per_sentence  # sentences between packs
     # without the sample's own packs, with its share of full packs instead
-    inc_packed = inc_wr - inc.pack_seconds() + len(extra.source) * pack_seconds / pack_every
+    inc_packed = inc_wr - inc.own_pack_seconds() + len(extra.source) * pack_seconds / pack_every
     byte_table, byte_groups, totals = bytes_lines(sizes, n)
     label_a, label_b = list(STATEMENTS)[:2]  # bare; hybrid + windows
     p95_ratio = q.pct(times[label_b], 95) / q.pct(times[label_a], 95)

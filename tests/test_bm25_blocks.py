@@ -238,7 +238,6 @@ def test_doctor_reports_posting_rows_due_and_fix_packs_them(conn, embedder, coll
     assert collection_name not in repair_bm25(conn)
 
 
-
 def test_doctor_names_a_recent_pack_due_and_fix_runs_that_one(conn, embedder, collection_name):
     """Rows written after a full pack, a sizeable share of a large first tier (the counters raised by
     hand, as above): doctor says the pack due is a recent one, and --fix packs only the rows, into
@@ -261,6 +260,7 @@ def test_doctor_names_a_recent_pack_due_and_fix_runs_that_one(conn, embedder, co
     assert (pending, stale, recent) == (0, 0, rows)
     assert main_blocks(conn, collection.id) == first_tier
     assert mismatches(conn, collection_name) == (0, 0, 0)
+
 
 SEARCH = "SELECT sentence_id, score FROM windowrag.bm25_search(%s, %s, 200, {docs}, k1 => %s, b => %s)"
 SENTENCE_READS = """SELECT coalesce(sum(idx_scan), 0) + coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables
