@@ -166,7 +166,10 @@ features read from the sentences' text (the share of the query's content-word bi
 holds, its neighbours' best share, and its share of the query's words: a two-fold split by question
 of the reported questions' cached candidates, the 15-feature model refitted the same way as the
 baseline, 0.953 / 0.939 at SQuAD 700 / contracts 1,200 tokens): −0.001 to −0.002 and +0.000 to
-+0.002, −0.003 to −0.005 at SQuAD 256.
++0.002, −0.003 to −0.005 at SQuAD 256; a wider candidate pool (30 fused hits a list instead of 20, or neighbours within 8 sentences
+instead of 6; `windowrag eval --config <json> --token-budget`, without abstention): SQuAD hit@5 at
+700 tokens 0.952 / 0.953 against 0.953, contracts at 1,200 0.945 / 0.942 against 0.943, the same
+tokens (30 candidates +6 ms p50).
 Tried later on the cached candidates of the reported questions (the selection replayed
 offline): a conditional logit (the values fitted to rank each query's evidence sentences above
 its other candidates, instead of one pooled logistic) gave +0.003 / +0.006 at the two target
