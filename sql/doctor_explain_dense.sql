@@ -1,5 +1,5 @@
 EXPLAIN (FORMAT JSON)
 SELECT s.id FROM windowrag.sentences s
 WHERE s.collection_id = {collection_id}
-ORDER BY s.embedding::halfvec({dimension}) <=> {probe}::halfvec({dimension})
+ORDER BY {vector} <=> {probe_vector}
 LIMIT 10

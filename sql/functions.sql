@@ -279,6 +279,14 @@ END $$;
 -- A collection with vector_index 'binary' (migration 0012) has its index on the sign bits
 -- (binary_quantize(embedding)::bit(dim)): the greatest(ef_search, n) nearest by Hamming distance
 -- are read through it and re-ranked by the cosine of the stored halfvecs.
+-- A halfvec index built with a centre (collections.vector_centre, migration 0022: the mean of
+-- the rows it was built on) is on embedding - centre: BGE-like embeddings share one large
+-- component (a mean of norm ~0.7), which crowds every vector into a narrow cone where the HNSW
+-- graph finds the nearest poorly; without it the graph is far better at the same ef_search
+-- (docs/performance.md). Cosines of centred vectors rank differently, so the greatest(ef_search,
+-- n) nearest are read through the index and re-ranked by the cosine of the stored halfvecs, as
+-- for 'binary'. The centre is written into the index expression as a literal: the query repeats
+-- the same literal, read from collections, for the planner to match the index.
 -- With a document filter, pgvector 0.8's iterative scan keeps reading the index until n
 -- matching rows are found (relaxed order, re-sorted here).
 CREATE OR REPLACE FUNCTION windowrag.dense_search(
@@ -290,13 +298,15 @@ DECLARE
     cid integer := windowrag.collection_id(collection);
     dim integer;
     index_kind text;
+    centre text;
     filter_clause text := '';
 BEGIN
     PERFORM windowrag.check_search_limits(n => n, ef_search => ef_search);
     IF n <= 0 THEN
         RETURN;
     END IF;
-    SELECT c.dimension, c.vector_index INTO dim, index_kind FROM windowrag.collections c WHERE c.id = cid;
+    SELECT c.dimension, c.vector_index, c.vector_centre::text INTO dim, index_kind, centre
+    FROM windowrag.collections c WHERE c.id = cid;
     IF query_embedding IS NULL OR vector_dims(query_embedding) <> dim THEN
         RAISE EXCEPTION 'windowrag: query embedding has % dimensions, collection % has %',
             coalesce(vector_dims(query_embedding)::text, 'no'), quote_literal(collection), dim
@@ -323,6 +333,26 @@ BEGIN
                 LIMIT $3
             ) x
             ORDER BY x.distance, x.id $q$, dim, cid, filter_clause)
+        USING query_embedding, document_ids, n, ef_search;
+        RETURN;
+    END IF;
+    IF centre IS NOT NULL THEN
+        RETURN QUERY EXECUTE format($q$
+            SELECT x.id, x.distance, (row_number() OVER (ORDER BY x.distance, x.id))::integer
+            FROM (
+                SELECT c.id, (c.embedding::halfvec(%1$s) <=> $1::halfvec(%1$s))::float8 AS distance
+                FROM (
+                    SELECT s.id, s.embedding
+                    FROM windowrag.sentences s
+                    WHERE s.collection_id = %2$s %3$s
+                    ORDER BY ((s.embedding::halfvec(%1$s) - %4$L::halfvec(%1$s))::halfvec(%1$s))
+                             <=> ($1::halfvec(%1$s) - %4$L::halfvec(%1$s))
+                    LIMIT greatest($4, $3)
+                ) c
+                ORDER BY 2, 1
+                LIMIT $3
+            ) x
+            ORDER BY x.distance, x.id $q$, dim, cid, filter_clause, centre)
         USING query_embedding, document_ids, n, ef_search;
         RETURN;
     END IF;

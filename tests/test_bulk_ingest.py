@@ -7,6 +7,7 @@ import json
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from windowrag_pg.cli import main
 from windowrag_pg.db.sqlfiles import load_sql
@@ -15,7 +16,9 @@ from windowrag_pg.ingest import BULK_MIN_DOCUMENTS, PARSE_AHEAD, Ingestor
 from windowrag_pg.retrieve.retriever import Retriever
 from windowrag_pg.sources import SourceDocument, iter_sources
 from windowrag_pg.store.bm25 import rebuild_bm25
-from windowrag_pg.store.collections import collection_index_name, collection_index_state, get_collection
+from windowrag_pg.store.collections import (
+    collection_centre, collection_index_name, collection_index_state, get_collection, vector_expression,
+)
 
 ROWS = """
 SELECT d.external_id, d.content_hash, d.text, d.metadata::text, d.sentence_count,
@@ -76,14 +79,15 @@ def dense_plan(conn, name: str) -> str:
     btree, depending on what else the table holds): names the collection's HNSW index when it is
     there and valid."""
     collection = get_collection(conn, name)
-    probe = "[" + ",".join(["0"] * (collection.dimension - 1) + ["1"]) + "]"
+    centre = collection_centre(conn, collection)  # a bulk load centres the index (migration 0022)
+    probe = sql.Literal("[" + ",".join(["0"] * (collection.dimension - 1) + ["1"]) + "]")
     with conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")
         conn.execute("SET LOCAL enable_sort = off")
-        rows = conn.execute(
-            f"EXPLAIN SELECT id FROM windowrag.sentences WHERE collection_id = {collection.id}"
-            f" ORDER BY embedding::halfvec({collection.dimension}) <=> '{probe}'::halfvec({collection.dimension}) LIMIT 10"
-        ).fetchall()
+        rows = conn.execute(sql.SQL(
+            "EXPLAIN SELECT id FROM windowrag.sentences WHERE collection_id = {} ORDER BY {} <=> {} LIMIT 10").format(
+            sql.Literal(collection.id), vector_expression(sql.SQL("embedding"), collection.dimension, centre),
+            vector_expression(probe, collection.dimension, centre))).fetchall()
     return "\n".join(r[0] for r in rows)
 
 

@@ -13,7 +13,8 @@ from .db.native import create_native, native_state
 from .db.sqlfiles import load_sql
 from .store.bm25 import pack_counts, pack_if_due, pack_kind, rebuild_bm25
 from .store.collections import (
-    Collection, build_collection_index, collection_index_name, collection_index_state, get_collection,
+    Collection, build_collection_index, collection_centre, collection_index_name, collection_index_state,
+    get_collection, vector_expression,
 )
 
 
@@ -143,8 +144,11 @@ def _pack_state(conn, collection: Collection) -> tuple[str | None, str]:
 def _dense_plan(conn, collection: Collection, index: str) -> Check:
     probe = sql.Literal("[" + ",".join(["0"] * (collection.dimension - 1) + ["1"]) + "]")
     explain = "doctor_explain_dense_binary" if collection.vector_index == "binary" else "doctor_explain_dense"
+    centre = collection_centre(conn, collection)
     statement = sql.SQL(load_sql(explain)).format(
-        collection_id=sql.Literal(collection.id), dimension=sql.Literal(collection.dimension), probe=probe)
+        collection_id=sql.Literal(collection.id), dimension=sql.Literal(collection.dimension), probe=probe,
+        vector=vector_expression(sql.SQL("s.embedding"), collection.dimension, centre),
+        probe_vector=vector_expression(probe, collection.dimension, centre))
     plan = json.dumps(conn.execute(statement).fetchone()[0])
     used = index.split(".", 1)[1] in plan
     size = conn.execute(load_sql("collection_sentence_count"), [collection.id]).fetchone()[0]

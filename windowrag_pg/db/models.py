@@ -32,6 +32,8 @@ class Collection(Base):
     unit: Mapped[str] = mapped_column(Text, default="sentence")
     chunk_tokens: Mapped[int | None] = mapped_column(Integer)
     vector_index: Mapped[str] = mapped_column(Text, default="halfvec")  # 'halfvec' or 'binary' (0012)
+    # the mean its halfvec index is centred on (0022); NULL: not centred
+    vector_centre = mapped_column(HALFVEC(), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 

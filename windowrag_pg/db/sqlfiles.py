@@ -21,7 +21,8 @@ def load_frozen_sql(name: str) -> str:
 # Migrations from 0010 on freeze, beside themselves, the functions they replace, as they were
 # before (migrations/versions/NNNN_functions.sql). A new migration that changes sql/functions.sql
 # adds its revision here.
-REPLACED_FUNCTIONS = ("0010", "0011", "0012", "0013", "0014", "0015", "0016", "0017", "0018", "0019", "0020", "0021")
+REPLACED_FUNCTIONS = ("0010", "0011", "0012", "0013", "0014", "0015", "0016", "0017", "0018", "0019", "0020", "0021",
+                      "0022")
 
 
 def functions_as_of(revision: str) -> list[str]:

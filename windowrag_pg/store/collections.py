@@ -157,12 +157,33 @@ def collection_sentence_count(conn: psycopg.Connection, collection: Collection) 
     return conn.execute(load_sql("collection_sentence_count"), [collection.id]).fetchone()[0]
 
 
-def _index_statement(collection: Collection, *, concurrently: bool) -> sql.Composed:
+def vector_expression(value: sql.Composable, dimension: int, centre: str | None) -> sql.Composed:
+    """VALUE as a collection's halfvec index holds it: cast to halfvec(DIMENSION), minus the
+    index's CENTRE (collections.vector_centre as text, migration 0022) when it has one. The
+    planner serves a query by the index only when the query writes the same expression, centre
+    literal included: windowrag.dense_search builds it the same way."""
+    vector = sql.SQL("{}::halfvec({})").format(value, sql.Literal(dimension))
+    if centre is None:
+        return vector
+    # the difference has no dimension of its own, which HNSW needs: cast again
+    return sql.SQL("(({} - {}::halfvec({d}))::halfvec({d}))").format(vector, sql.Literal(centre), d=sql.Literal(dimension))
+
+
+def collection_centre(conn: psycopg.Connection, collection: Collection) -> str | None:
+    """The centre of the collection's halfvec index as text (None: not centred)."""
+    return conn.execute(load_sql("collection_centre"), [collection.id]).fetchone()[0]
+
+
+def _index_statement(conn: psycopg.Connection, collection: Collection, *, concurrently: bool) -> sql.Composed:
+    """CREATE INDEX for the collection, centred on the mean of the rows it is built on (a halfvec
+    index; an empty collection's has no centre): the centre is set here, with the index."""
+    centre = conn.execute(load_sql("set_collection_centre"), [collection.id]).fetchone()[0]
     statement = "collection_index_binary" if collection.vector_index == "binary" else "collection_index"
     return sql.SQL(load_sql(statement)).format(
         concurrently=sql.SQL("CONCURRENTLY" if concurrently else ""),
         index_name=sql.Identifier(collection_index_name(collection)),
         dimension=sql.Literal(collection.dimension),
+        vector=vector_expression(sql.SQL("embedding"), collection.dimension, centre),
         collection_id=sql.Literal(collection.id),
     )
 
@@ -198,7 +219,7 @@ def ensure_collection_index(conn: psycopg.Connection, collection: Collection) ->
             return
         if state == "invalid":
             conn.execute(_drop_index_statement(collection, concurrently=False))
-        conn.execute(_index_statement(collection, concurrently=False))
+        conn.execute(_index_statement(conn, collection, concurrently=False))
     except psycopg.errors.InsufficientPrivilege as exc:
         raise CollectionError(
             f"collection {collection.name!r} has no vector index yet and this role may not create one: "
@@ -240,7 +261,7 @@ def build_collection_index(conn: psycopg.Connection, collection: Collection) -> 
         # the other half of a bulk load's end: its triggers deferred the BM25 statistics and
         # postings (an interrupted load too: this is also its repair)
         rebuild_bm25(conn, collection)
-        conn.execute(_index_statement(collection, concurrently=True))
+        conn.execute(_index_statement(conn, collection, concurrently=True))
     finally:
         if not conn.closed and not conn.broken:
             conn.execute(load_sql("set_index_build_settings"), [memory, workers, timeout])

@@ -1,0 +1,71 @@
+-- Frozen by migration 0022 (a centred halfvec index): what it replaced, dense_search as 0021 had
+-- it. 0022's downgrade runs this (after rebuilding every centred index without its centre); the
+-- upgrades of 0021 and earlier run it after sql/functions.sql so that a database stopped there
+-- has what it had. Never edit.
+
+-- Cosine top-n through the collection's HNSW index (a partial expression index on
+-- embedding::halfvec(dim), hence the dynamic SQL: the dimension must be a constant). The query
+-- embedding comes as a vector (psql users write vector literals) and is cast to halfvec(dim)
+-- here, as the index expression needs; distances are those of the two halfvecs.
+-- A collection with vector_index 'binary' (migration 0012) has its index on the sign bits
+-- (binary_quantize(embedding)::bit(dim)): the greatest(ef_search, n) nearest by Hamming distance
+-- are read through it and re-ranked by the cosine of the stored halfvecs.
+-- With a document filter, pgvector 0.8's iterative scan keeps reading the index until n
+-- matching rows are found (relaxed order, re-sorted here).
+CREATE OR REPLACE FUNCTION windowrag.dense_search(
+    collection text, query_embedding vector, n integer DEFAULT 50,
+    document_ids bigint[] DEFAULT NULL, ef_search integer DEFAULT 100)
+RETURNS TABLE (sentence_id bigint, distance float8, rank integer)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    cid integer := windowrag.collection_id(collection);
+    dim integer;
+    index_kind text;
+    filter_clause text := '';
+BEGIN
+    PERFORM windowrag.check_search_limits(n => n, ef_search => ef_search);
+    IF n <= 0 THEN
+        RETURN;
+    END IF;
+    SELECT c.dimension, c.vector_index INTO dim, index_kind FROM windowrag.collections c WHERE c.id = cid;
+    IF query_embedding IS NULL OR vector_dims(query_embedding) <> dim THEN
+        RAISE EXCEPTION 'windowrag: query embedding has % dimensions, collection % has %',
+            coalesce(vector_dims(query_embedding)::text, 'no'), quote_literal(collection), dim
+            USING ERRCODE = 'data_exception';
+    END IF;
+    PERFORM set_config('hnsw.ef_search', greatest(ef_search, n)::text, true);
+    IF document_ids IS NOT NULL THEN
+        PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
+        filter_clause := 'AND s.document_id = ANY ($2)';
+    END IF;
+    IF index_kind = 'binary' THEN
+        RETURN QUERY EXECUTE format($q$
+            SELECT x.id, x.distance, (row_number() OVER (ORDER BY x.distance, x.id))::integer
+            FROM (
+                SELECT c.id, (c.embedding::halfvec(%1$s) <=> $1::halfvec(%1$s))::float8 AS distance
+                FROM (
+                    SELECT s.id, s.embedding
+                    FROM windowrag.sentences s
+                    WHERE s.collection_id = %2$s %3$s
+                    ORDER BY binary_quantize(s.embedding)::bit(%1$s) <~> binary_quantize($1::halfvec(%1$s))::bit(%1$s)
+                    LIMIT greatest($4, $3)
+                ) c
+                ORDER BY 2, 1
+                LIMIT $3
+            ) x
+            ORDER BY x.distance, x.id $q$, dim, cid, filter_clause)
+        USING query_embedding, document_ids, n, ef_search;
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE format($q$
+        SELECT x.id, x.distance, (row_number() OVER (ORDER BY x.distance, x.id))::integer
+        FROM (
+            SELECT s.id, (s.embedding::halfvec(%1$s) <=> $1::halfvec(%1$s))::float8 AS distance
+            FROM windowrag.sentences s
+            WHERE s.collection_id = %2$s %3$s
+            ORDER BY s.embedding::halfvec(%1$s) <=> $1::halfvec(%1$s)
+            LIMIT $3
+        ) x
+        ORDER BY x.distance, x.id $q$, dim, cid, filter_clause)
+    USING query_embedding, document_ids, n;
+END $$;

@@ -1,0 +1,1 @@
+SELECT vector_centre::text FROM windowrag.collections WHERE id = %s

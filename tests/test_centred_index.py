@@ -1,0 +1,111 @@
+"""The centred halfvec index (migration 0022): HNSW over embedding - centre (the mean of the rows
+it was built on), the nearest re-ranked by the stored halfvecs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from windowrag_pg.db import connection as db
+from windowrag_pg.doctor import run_checks
+from windowrag_pg.ingest import Ingestor
+from windowrag_pg.sources import iter_sources
+from windowrag_pg.store.collections import collection_centre, get_collection
+
+from .conftest import scratch_database
+from .test_binary_index import EXACT, QUERIES, index_definition
+
+
+def embeddings(conn, name: str) -> np.ndarray:
+    rows = conn.execute("SELECT s.embedding::vector::real[] FROM windowrag.sentences s JOIN windowrag.collections c"
+                        " ON c.id = s.collection_id WHERE c.name = %s", [name]).fetchall()
+    return np.asarray([r[0] for r in rows], dtype=np.float32)
+
+
+def plans_of(conn, statement: str, params) -> list[str]:
+    """The plans of every statement STATEMENT runs, nested ones included (auto_explain)."""
+    plans: list[str] = []
+    conn.execute("LOAD 'auto_explain'")
+    conn.execute("SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on;"
+                 " SET client_min_messages = log")
+    conn.add_notice_handler(lambda notice: plans.append(notice.message_primary))
+    conn.execute(statement, params).fetchall()
+    conn.execute("RESET client_min_messages; RESET auto_explain.log_min_duration")
+    return plans
+
+
+@pytest.fixture(scope="module")
+def centred_collection(db_url, embedder, eval_dir) -> str:
+    sources = list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:12]
+    with db.connect(db_url, autocommit=True) as conn:
+        report = Ingestor(conn, collection="centred_module", embedder=embedder).ingest(sources)
+    assert report.bulk and not report.errors
+    return "centred_module"
+
+
+def test_a_bulk_load_centres_the_index_on_its_rows_and_dense_search_reranks_exactly(conn, embedder, centred_collection):
+    centre_text = collection_centre(conn, get_collection(conn, centred_collection))
+    centre = np.asarray([float(x) for x in centre_text.strip("[]").split(",")])
+    vectors = embeddings(conn, centred_collection)
+    assert len(vectors) > 600 and centre.shape == (384,)
+    # the mean of the rows, to halfvec precision (BGE's shared component: far from 0)
+    assert np.abs(centre - vectors.mean(axis=0)).max() < 1e-3 and np.linalg.norm(centre) > 0.5
+    assert f"(embedding)::halfvec(384) - '{centre_text}'::halfvec(384))" in index_definition(conn, centred_collection)
+    for query in QUERIES:
+        vector = embedder.embed_query(query).tolist()
+        got = conn.execute("SELECT sentence_id, distance FROM windowrag.dense_search(%s, %s::vector, 10, ef_search => 1000)",
+                           [centred_collection, vector]).fetchall()
+        # distances are the stored vectors' cosines, not the centred ones
+        assert [r[0] for r in got] == [r[0] for r in conn.execute(EXACT, [centred_collection, vector, 10])]
+        assert [r[1] for r in got] == sorted(r[1] for r in got)
+        exact = conn.execute("SELECT s.embedding::halfvec(384) <=> %s::vector::halfvec(384) FROM windowrag.sentences s"
+                             " WHERE s.id = %s", [vector, got[0][0]]).fetchone()[0]
+        assert got[0][1] == pytest.approx(exact)
+    assert all(c.ok for c in run_checks(conn) if repr(centred_collection) in c.name)
+
+
+def test_dense_search_reads_the_centred_index(conn, embedder, centred_collection):
+    # at ~700 rows the planner prefers a sort: without that choice it must find the index, which
+    # it only can when the query writes the index's expression, centre literal included
+    conn.execute("SET enable_sort = off")
+    index = f"sentences_embedding_hnsw_c{get_collection(conn, centred_collection).id}"
+    for document_ids in (None, [conn.execute("SELECT min(d.id) FROM windowrag.documents d JOIN windowrag.collections c"
+                                             " ON c.id = d.collection_id WHERE c.name = %s",
+                                             [centred_collection]).fetchone()[0]]):
+        plans = plans_of(conn, "SELECT * FROM windowrag.dense_search(%s, %s::vector, 5, %s)",
+                         [centred_collection, embedder.embed_query(QUERIES[1]).tolist(), document_ids])
+        assert any(f"Index Scan using {index}" in plan for plan in plans), plans
+
+
+def test_an_index_built_empty_has_no_centre(conn, embedder, eval_dir, collection_name):
+    sources = list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:2]
+    report = Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest(sources)
+    assert not report.bulk and report.sentences > 0
+    assert collection_centre(conn, get_collection(conn, collection_name)) is None
+    assert "(embedding)::halfvec(384)) halfvec_cosine_ops" in index_definition(conn, collection_name)
+    vector = embedder.embed_query(QUERIES[0]).tolist()
+    got = conn.execute("SELECT sentence_id FROM windowrag.dense_search(%s, %s::vector, 5, ef_search => 1000)",
+                       [collection_name, vector]).fetchall()
+    assert got == conn.execute(EXACT, [collection_name, vector, 5]).fetchall()
+
+
+def test_migration_0022_down_and_up_keeps_every_row(db_url, embedder, eval_dir):
+    sources = list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:3]
+    vector = embedder.embed_query(QUERIES[0]).tolist()
+    with scratch_database(db_url, "centred_migration_test") as url, db.connect(url, autocommit=True) as conn:
+        Ingestor(conn, collection="centred", embedder=embedder, bulk=True).ingest(sources)
+        assert collection_centre(conn, get_collection(conn, "centred")) is not None
+        rows = conn.execute("SELECT id, embedding::text, tsv::text FROM windowrag.sentences ORDER BY id").fetchall()
+        top = conn.execute("SELECT sentence_id FROM windowrag.dense_search('centred', %s::vector, 5, ef_search => 1000)",
+                           [vector]).fetchall()
+        db.downgrade(conn, "0021")
+        assert conn.execute("SELECT count(*) FROM information_schema.columns WHERE table_schema = 'windowrag'"
+                            " AND table_name = 'collections' AND column_name = 'vector_centre'").fetchone()[0] == 0
+        assert index_definition(conn, "centred").endswith(
+            "USING hnsw (((embedding)::halfvec(384)) halfvec_cosine_ops) WITH (m='24') WHERE (collection_id = 1)")
+        assert conn.execute("SELECT sentence_id FROM windowrag.dense_search('centred', %s::vector, 5, ef_search => 1000)",
+                            [vector]).fetchall() == top
+        db.upgrade(conn)
+        assert collection_centre(conn, get_collection(conn, "centred")) is None  # rebuilt centred by a bulk load
+        assert conn.execute("SELECT id, embedding::text, tsv::text FROM windowrag.sentences ORDER BY id").fetchall() == rows
+        assert conn.execute("SELECT sentence_id FROM windowrag.dense_search('centred', %s::vector, 5, ef_search => 1000)",
+                            [vector]).fetchall() == top
