@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from windowrag_pg.db import connection as db
-from windowrag_pg.doctor import run_checks
+from windowrag_pg import doctor
+from windowrag_pg.doctor import centre_indexes, run_checks
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.sources import iter_sources
-from windowrag_pg.store.collections import collection_centre, get_collection
+from windowrag_pg.store.collections import centre_collection_index, collection_centre, get_collection
 
 from .conftest import scratch_database
 from .test_binary_index import EXACT, QUERIES, index_definition
@@ -83,6 +84,27 @@ def test_an_index_built_empty_has_no_centre(conn, embedder, eval_dir, collection
     assert collection_centre(conn, get_collection(conn, collection_name)) is None
     assert "(embedding)::halfvec(384)) halfvec_cosine_ops" in index_definition(conn, collection_name)
     vector = embedder.embed_query(QUERIES[0]).tolist()
+    got = conn.execute("SELECT sentence_id FROM windowrag.dense_search(%s, %s::vector, 5, ef_search => 1000)",
+                       [collection_name, vector]).fetchall()
+    assert got == conn.execute(EXACT, [collection_name, vector, 5]).fetchall()
+
+
+def test_doctor_fix_centres_an_uncentred_index_beside_it_and_swaps(conn, embedder, eval_dir, collection_name, monkeypatch):
+    sources = list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:2]
+    Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest(sources)
+    collection = get_collection(conn, collection_name)
+    assert collection_centre(conn, collection) is None
+    monkeypatch.setattr(doctor, "SMALL_COLLECTION", 1)  # the advice is for large collections: any here
+    advice = [c for c in run_checks(conn) if c.name == f"HNSW index of {collection_name!r} centred"]
+    assert len(advice) == 1 and advice[0].ok and "doctor --fix" in advice[0].fix
+    assert collection_name in centre_indexes(conn)
+    centre = collection_centre(conn, collection)
+    assert centre is not None and f"'{centre}'::halfvec(384)" in index_definition(conn, collection_name)
+    assert conn.execute("SELECT count(*) FROM pg_class WHERE relname LIKE %s",
+                        [f"sentences_embedding_hnsw_c{collection.id}%"]).fetchone()[0] == 1  # no staging index left
+    assert not [c for c in run_checks(conn) if c.name == f"HNSW index of {collection_name!r} centred"]
+    assert not centre_collection_index(conn, collection)  # nothing left to do
+    vector = embedder.embed_query(QUERIES[2]).tolist()
     got = conn.execute("SELECT sentence_id FROM windowrag.dense_search(%s, %s::vector, 5, ef_search => 1000)",
                        [collection_name, vector]).fetchall()
     assert got == conn.execute(EXACT, [collection_name, vector, 5]).fetchall()

@@ -435,13 +435,15 @@ def cmd_db_url(args) -> int:
 def cmd_doctor(args) -> int:
     from rich.console import Console
 
-    from .doctor import repair_bm25, repair_indexes, repair_native, run_checks
+    from .doctor import centre_indexes, repair_bm25, repair_indexes, repair_native, run_checks
 
     console = Console()
     with _connect(args) as conn:
         if args.fix:
             for name in repair_indexes(conn):
                 console.print(f"fixed HNSW index of {name!r}: built")
+            for name in centre_indexes(conn):
+                console.print(f"fixed HNSW index of {name!r}: rebuilt centred on its rows")
             for name in repair_bm25(conn):
                 console.print(f"fixed BM25 statistics of {name!r}: recounted and packed")
             if repair_native(conn):

@@ -1,6 +1,8 @@
 """Collections: a named set of documents embedded with one model."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import psycopg
@@ -174,24 +176,41 @@ def collection_centre(conn: psycopg.Connection, collection: Collection) -> str |
     return conn.execute(load_sql("collection_centre"), [collection.id]).fetchone()[0]
 
 
-def _index_statement(conn: psycopg.Connection, collection: Collection, *, concurrently: bool) -> sql.Composed:
-    """CREATE INDEX for the collection, centred on the mean of the rows it is built on (a halfvec
-    index; an empty collection's has no centre): the centre is set here, with the index."""
-    centre = conn.execute(load_sql("set_collection_centre"), [collection.id]).fetchone()[0]
+def _index_statement(collection: Collection, centre: str | None, *, concurrently: bool,
+                     index_name: str | None = None) -> sql.Composed:
+    """CREATE INDEX for the collection (named INDEX_NAME, default its own), over its embeddings
+    minus CENTRE when it has one (a halfvec index, migration 0022)."""
     statement = "collection_index_binary" if collection.vector_index == "binary" else "collection_index"
     return sql.SQL(load_sql(statement)).format(
         concurrently=sql.SQL("CONCURRENTLY" if concurrently else ""),
-        index_name=sql.Identifier(collection_index_name(collection)),
+        index_name=sql.Identifier(index_name or collection_index_name(collection)),
         dimension=sql.Literal(collection.dimension),
         vector=vector_expression(sql.SQL("embedding"), collection.dimension, centre),
         collection_id=sql.Literal(collection.id),
     )
 
 
-def _drop_index_statement(collection: Collection, *, concurrently: bool) -> sql.Composed:
+def _rows_mean(conn: psycopg.Connection, collection: Collection) -> str | None:
+    """The mean of the collection's embeddings as halfvec text: the centre of a halfvec index built
+    on them (None for an empty collection or a binary index)."""
+    return conn.execute(load_sql("collection_mean"), [collection.id]).fetchone()[0]
+
+
+def _record_centre(conn: psycopg.Connection, collection: Collection, centre: str | None) -> None:
+    conn.execute(load_sql("set_collection_centre"), {"centre": centre, "collection_id": collection.id})
+
+
+def _centre_on_rows(conn: psycopg.Connection, collection: Collection) -> str | None:
+    """Record the mean of the collection's rows as the centre of the index about to be built on them."""
+    centre = _rows_mean(conn, collection)
+    _record_centre(conn, collection, centre)
+    return centre
+
+
+def _drop_index_statement(collection: Collection, *, concurrently: bool, index_name: str | None = None) -> sql.Composed:
     return sql.SQL(load_sql("drop_collection_index")).format(
         concurrently=sql.SQL("CONCURRENTLY" if concurrently else ""),
-        index_name=sql.Identifier(collection_index_name(collection)))
+        index_name=sql.Identifier(index_name or collection_index_name(collection)))
 
 
 def _outside_transaction(conn: psycopg.Connection) -> bool:
@@ -219,7 +238,8 @@ def ensure_collection_index(conn: psycopg.Connection, collection: Collection) ->
             return
         if state == "invalid":
             conn.execute(_drop_index_statement(collection, concurrently=False))
-        conn.execute(_index_statement(conn, collection, concurrently=False))
+        conn.execute(_index_statement(collection, _centre_on_rows(conn, collection),
+                                      concurrently=False))
     except psycopg.errors.InsufficientPrivilege as exc:
         raise CollectionError(
             f"collection {collection.name!r} has no vector index yet and this role may not create one: "
@@ -254,19 +274,53 @@ def build_collection_index(conn: psycopg.Connection, collection: Collection) -> 
         return False
     if state == "invalid":
         conn.execute(_drop_index_statement(collection, concurrently=True))
+    with _index_build_settings(conn):
+        # the other half of a bulk load's end: its triggers deferred the BM25 statistics and
+        # postings (an interrupted load too: this is also its repair)
+        rebuild_bm25(conn, collection)
+        conn.execute(_index_statement(collection, _centre_on_rows(conn, collection),
+                                      concurrently=True))
+    conn.execute(load_sql("analyze_sentences"))
+    return True
+
+
+def centre_collection_index(conn: psycopg.Connection, collection: Collection) -> bool:
+    """Rebuild the valid halfvec index of a populated collection that has no centre (created on an
+    empty collection, or before migration 0022) centred on its rows. The new index is built
+    CONCURRENTLY beside the old one, which serves searches meanwhile; one short transaction then
+    records the centre, drops the old index and gives the new one its name (the DROP waits for
+    the statements using the old index). False when there is nothing to do."""
+    if not _outside_transaction(conn):
+        raise ValueError("centre_collection_index needs an autocommit connection outside a transaction block (CREATE INDEX CONCURRENTLY)")
+    if (collection.vector_index != "halfvec" or collection_index_state(conn, collection) != "valid"
+            or collection_centre(conn, collection) is not None or not collection_sentence_count(conn, collection)):
+        return False
+    name = collection_index_name(collection)
+    staging = f"{name}_centred"
+    conn.execute(_drop_index_statement(collection, concurrently=True, index_name=staging))  # an interrupted run's
+    centre = _rows_mean(conn, collection)
+    with _index_build_settings(conn):
+        conn.execute(_index_statement(collection, centre, concurrently=True, index_name=staging))
+    with conn.transaction():
+        _record_centre(conn, collection, centre)
+        conn.execute(_drop_index_statement(collection, concurrently=False))
+        conn.execute(sql.SQL(load_sql("rename_collection_index")).format(
+            staging=sql.Identifier(staging), index_name=sql.Identifier(name)))
+    return True
+
+
+@contextmanager
+def _index_build_settings(conn: psycopg.Connection) -> Iterator[None]:
+    """For an index build: maintenance_work_mem at least INDEX_BUILD_MEMORY, INDEX_BUILD_WORKERS
+    parallel workers, no statement timeout; the session's settings restored after."""
     memory, workers, timeout, enough = conn.execute(load_sql("index_build_settings"), [INDEX_BUILD_MEMORY]).fetchone()
     conn.execute(load_sql("set_index_build_settings"),
                  [memory if enough else INDEX_BUILD_MEMORY, str(INDEX_BUILD_WORKERS), "0"])
     try:
-        # the other half of a bulk load's end: its triggers deferred the BM25 statistics and
-        # postings (an interrupted load too: this is also its repair)
-        rebuild_bm25(conn, collection)
-        conn.execute(_index_statement(conn, collection, concurrently=True))
+        yield
     finally:
         if not conn.closed and not conn.broken:
             conn.execute(load_sql("set_index_build_settings"), [memory, workers, timeout])
-    conn.execute(load_sql("analyze_sentences"))
-    return True
 
 
 def list_collection_stats(conn: psycopg.Connection) -> list[dict]:

@@ -1,0 +1,1 @@
+ALTER INDEX windowrag.{staging} RENAME TO {index_name}
