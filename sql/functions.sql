@@ -299,6 +299,7 @@ DECLARE
     dim integer;
     index_kind text;
     centre text;
+    pool_order text;
     filter_clause text := '';
 BEGIN
     PERFORM windowrag.check_search_limits(n => n, ef_search => ef_search);
@@ -317,7 +318,12 @@ BEGIN
         PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
         filter_clause := 'AND s.document_id = ANY ($2)';
     END IF;
-    IF index_kind = 'binary' THEN
+    IF index_kind = 'binary' OR centre IS NOT NULL THEN
+        -- the pool: the nearest by the index's own distance (Hamming, or centred cosine)
+        pool_order := CASE WHEN index_kind = 'binary'
+            THEN format('binary_quantize(s.embedding)::bit(%1$s) <~> binary_quantize($1::halfvec(%1$s))::bit(%1$s)', dim)
+            ELSE format('((s.embedding::halfvec(%1$s) - %2$L::halfvec(%1$s))::halfvec(%1$s))'
+                        ' <=> ($1::halfvec(%1$s) - %2$L::halfvec(%1$s))', dim, centre) END;
         RETURN QUERY EXECUTE format($q$
             SELECT x.id, x.distance, (row_number() OVER (ORDER BY x.distance, x.id))::integer
             FROM (
@@ -326,33 +332,13 @@ BEGIN
                     SELECT s.id, s.embedding
                     FROM windowrag.sentences s
                     WHERE s.collection_id = %2$s %3$s
-                    ORDER BY binary_quantize(s.embedding)::bit(%1$s) <~> binary_quantize($1::halfvec(%1$s))::bit(%1$s)
+                    ORDER BY %4$s
                     LIMIT greatest($4, $3)
                 ) c
                 ORDER BY 2, 1
                 LIMIT $3
             ) x
-            ORDER BY x.distance, x.id $q$, dim, cid, filter_clause)
-        USING query_embedding, document_ids, n, ef_search;
-        RETURN;
-    END IF;
-    IF centre IS NOT NULL THEN
-        RETURN QUERY EXECUTE format($q$
-            SELECT x.id, x.distance, (row_number() OVER (ORDER BY x.distance, x.id))::integer
-            FROM (
-                SELECT c.id, (c.embedding::halfvec(%1$s) <=> $1::halfvec(%1$s))::float8 AS distance
-                FROM (
-                    SELECT s.id, s.embedding
-                    FROM windowrag.sentences s
-                    WHERE s.collection_id = %2$s %3$s
-                    ORDER BY ((s.embedding::halfvec(%1$s) - %4$L::halfvec(%1$s))::halfvec(%1$s))
-                             <=> ($1::halfvec(%1$s) - %4$L::halfvec(%1$s))
-                    LIMIT greatest($4, $3)
-                ) c
-                ORDER BY 2, 1
-                LIMIT $3
-            ) x
-            ORDER BY x.distance, x.id $q$, dim, cid, filter_clause, centre)
+            ORDER BY x.distance, x.id $q$, dim, cid, filter_clause, pool_order)
         USING query_embedding, document_ids, n, ef_search;
         RETURN;
     END IF;
