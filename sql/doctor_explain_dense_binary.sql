@@ -1,5 +1,5 @@
 EXPLAIN (FORMAT JSON)
 SELECT s.id FROM windowrag.sentences s
 WHERE s.collection_id = {collection_id}
-ORDER BY binary_quantize(s.embedding)::bit({dimension}) <~> binary_quantize({probe}::halfvec({dimension}))::bit({dimension})
+ORDER BY binary_quantize({vector})::bit({dimension}) <~> binary_quantize({probe_vector})::bit({dimension})
 LIMIT 10

@@ -279,8 +279,8 @@ END $$;
 -- A collection with vector_index 'binary' (migration 0012) has its index on the sign bits
 -- (binary_quantize(embedding)::bit(dim)): the greatest(ef_search, n) nearest by Hamming distance
 -- are read through it and re-ranked by the cosine of the stored halfvecs.
--- A halfvec index built with a centre (collections.vector_centre, migration 0022: the mean of
--- the rows it was built on) is on embedding - centre: BGE-like embeddings share one large
+-- An index built with a centre (collections.vector_centre, migration 0022: the mean of the rows
+-- it was built on) is on embedding - centre (a binary one on its bits): BGE-like embeddings share one large
 -- component (a mean of norm ~0.7), which crowds every vector into a narrow cone where the HNSW
 -- graph finds the nearest poorly; without it the graph is far better at the same ef_search
 -- (docs/performance.md). Cosines of centred vectors rank differently, so the greatest(ef_search,
@@ -320,8 +320,12 @@ BEGIN
     END IF;
     IF index_kind = 'binary' OR centre IS NOT NULL THEN
         -- the pool: the nearest by the index's own distance (Hamming, or centred cosine)
-        pool_order := CASE WHEN index_kind = 'binary'
+        pool_order := CASE
+            WHEN index_kind = 'binary' AND centre IS NULL
             THEN format('binary_quantize(s.embedding)::bit(%1$s) <~> binary_quantize($1::halfvec(%1$s))::bit(%1$s)', dim)
+            WHEN index_kind = 'binary'
+            THEN format('binary_quantize(((s.embedding::halfvec(%1$s) - %2$L::halfvec(%1$s))::halfvec(%1$s)))::bit(%1$s)'
+                        ' <~> binary_quantize(($1::halfvec(%1$s) - %2$L::halfvec(%1$s)))::bit(%1$s)', dim, centre)
             ELSE format('((s.embedding::halfvec(%1$s) - %2$L::halfvec(%1$s))::halfvec(%1$s))'
                         ' <=> ($1::halfvec(%1$s) - %2$L::halfvec(%1$s))', dim, centre) END;
         RETURN QUERY EXECUTE format($q$

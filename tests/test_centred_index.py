@@ -13,7 +13,7 @@ from windowrag_pg.sources import iter_sources
 from windowrag_pg.store.collections import centre_collection_index, collection_centre, get_collection
 
 from .conftest import scratch_database
-from .test_binary_index import EXACT, QUERIES, index_definition
+from .test_binary_index import EXACT, QUERIES, binary_collection, index_definition  # noqa: F401 (a fixture)
 
 
 def embeddings(conn, name: str) -> np.ndarray:
@@ -64,9 +64,12 @@ def test_a_bulk_load_centres_the_index_on_its_rows_and_dense_search_reranks_exac
     assert all(c.ok for c in run_checks(conn) if repr(centred_collection) in c.name)
 
 
-def test_dense_search_reads_the_centred_index(conn, embedder, centred_collection):
+@pytest.mark.parametrize("kind", ["halfvec", "binary"])
+def test_dense_search_reads_the_centred_index(conn, embedder, centred_collection, binary_collection, kind):
     # at ~700 rows the planner prefers a sort: without that choice it must find the index, which
     # it only can when the query writes the index's expression, centre literal included
+    centred_collection = centred_collection if kind == "halfvec" else binary_collection
+    assert collection_centre(conn, get_collection(conn, centred_collection)) is not None
     conn.execute("SET enable_sort = off")
     index = f"sentences_embedding_hnsw_c{get_collection(conn, centred_collection).id}"
     for document_ids in (None, [conn.execute("SELECT min(d.id) FROM windowrag.documents d JOIN windowrag.collections c"

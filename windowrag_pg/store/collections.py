@@ -159,11 +159,15 @@ def collection_sentence_count(conn: psycopg.Connection, collection: Collection) 
     return conn.execute(load_sql("collection_sentence_count"), [collection.id]).fetchone()[0]
 
 
-def vector_expression(value: sql.Composable, dimension: int, centre: str | None) -> sql.Composed:
-    """VALUE as a collection's halfvec index holds it: cast to halfvec(DIMENSION), minus the
-    index's CENTRE (collections.vector_centre as text, migration 0022) when it has one. The
-    planner serves a query by the index only when the query writes the same expression, centre
-    literal included: windowrag.dense_search builds it the same way."""
+def vector_expression(value: sql.Composable, dimension: int, centre: str | None, *,
+                      vector_index: str = "halfvec") -> sql.Composable:
+    """VALUE as a collection's vector index takes it: cast to halfvec(DIMENSION), minus the index's
+    CENTRE (collections.vector_centre as text, migration 0022) when it has one; an uncentred
+    binary index takes the embedding as it is (migration 0012). The planner serves a query by the
+    index only when the query writes the same expression, centre literal included:
+    windowrag.dense_search builds it the same way."""
+    if vector_index == "binary" and centre is None:
+        return value
     vector = sql.SQL("{}::halfvec({})").format(value, sql.Literal(dimension))
     if centre is None:
         return vector
@@ -172,7 +176,7 @@ def vector_expression(value: sql.Composable, dimension: int, centre: str | None)
 
 
 def collection_centre(conn: psycopg.Connection, collection: Collection) -> str | None:
-    """The centre of the collection's halfvec index as text (None: not centred)."""
+    """The centre of the collection's vector index as text (None: not centred)."""
     return conn.execute(load_sql("collection_centre"), [collection.id]).fetchone()[0]
 
 
@@ -185,14 +189,15 @@ def _index_statement(collection: Collection, centre: str | None, *, concurrently
         concurrently=sql.SQL("CONCURRENTLY" if concurrently else ""),
         index_name=sql.Identifier(index_name or collection_index_name(collection)),
         dimension=sql.Literal(collection.dimension),
-        vector=vector_expression(sql.SQL("embedding"), collection.dimension, centre),
+        vector=vector_expression(sql.SQL("embedding"), collection.dimension, centre,
+                                 vector_index=collection.vector_index),
         collection_id=sql.Literal(collection.id),
     )
 
 
 def _rows_mean(conn: psycopg.Connection, collection: Collection) -> str | None:
-    """The mean of the collection's embeddings as halfvec text: the centre of a halfvec index built
-    on them (None for an empty collection or a binary index)."""
+    """The mean of the collection's embeddings as halfvec text: the centre of an index built on them
+    (None for an empty collection)."""
     return conn.execute(load_sql("collection_mean"), [collection.id]).fetchone()[0]
 
 
@@ -285,14 +290,14 @@ def build_collection_index(conn: psycopg.Connection, collection: Collection) -> 
 
 
 def centre_collection_index(conn: psycopg.Connection, collection: Collection) -> bool:
-    """Rebuild the valid halfvec index of a populated collection that has no centre (created on an
+    """Rebuild the valid vector index of a populated collection that has no centre (created on an
     empty collection, or before migration 0022) centred on its rows. The new index is built
     CONCURRENTLY beside the old one, which serves searches meanwhile; one short transaction then
     records the centre, drops the old index and gives the new one its name (the DROP waits for
     the statements using the old index). False when there is nothing to do."""
     if not _outside_transaction(conn):
         raise ValueError("centre_collection_index needs an autocommit connection outside a transaction block (CREATE INDEX CONCURRENTLY)")
-    if (collection.vector_index != "halfvec" or collection_index_state(conn, collection) != "valid"
+    if (collection_index_state(conn, collection) != "valid"
             or collection_centre(conn, collection) is not None or not collection_sentence_count(conn, collection)):
         return False
     name = collection_index_name(collection)
