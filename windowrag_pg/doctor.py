@@ -170,9 +170,9 @@ def _dense_plan(conn, collection: Collection, index: str) -> Check:
     centre = collection_centre(conn, collection)
     statement = sql.SQL(load_sql(explain)).format(
         collection_id=sql.Literal(collection.id), dimension=sql.Literal(collection.dimension), probe=probe,
-        vector=vector_expression(sql.SQL("s.embedding"), collection.dimension, centre, vector_index=collection.vector_index),
-        probe_vector=vector_expression(sql.SQL("{}::halfvec({})").format(probe, sql.Literal(collection.dimension)),
-                                       collection.dimension, centre))
+        vector=vector_expression(sql.SQL("s.embedding"), collection.dimension, centre,
+                                 vector_index=collection.vector_index),
+        probe_vector=vector_expression(probe, collection.dimension, centre))
     plan = json.dumps(conn.execute(statement).fetchone()[0])
     used = index.split(".", 1)[1] in plan
     size = conn.execute(load_sql("collection_sentence_count"), [collection.id]).fetchone()[0]

@@ -183,7 +183,7 @@ def collection_centre(conn: psycopg.Connection, collection: Collection) -> str |
 def _index_statement(collection: Collection, centre: str | None, *, concurrently: bool,
                      index_name: str | None = None) -> sql.Composed:
     """CREATE INDEX for the collection (named INDEX_NAME, default its own), over its embeddings
-    minus CENTRE when it has one (a halfvec index, migration 0022)."""
+    minus CENTRE when it has one (migration 0022; a binary index over the sign bits of that)."""
     statement = "collection_index_binary" if collection.vector_index == "binary" else "collection_index"
     return sql.SQL(load_sql(statement)).format(
         concurrently=sql.SQL("CONCURRENTLY" if concurrently else ""),
