@@ -17,7 +17,9 @@ from psycopg import errors, sql
 from windowrag_pg.db import connection as db
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.sources import SourceDocument
-from windowrag_pg.store.collections import MAX_INDEXED_DIMENSION, CollectionError, ensure_collection
+from windowrag_pg.store.collections import (
+    MAX_INDEXED_DIMENSION, CollectionError, ensure_collection, vector_expression,
+)
 
 from .conftest import read_jsonl
 
@@ -66,17 +68,22 @@ def _results(conn, embedder) -> dict:
     return out
 
 
-def _dense_plan(conn, collection_id: int, dimension: int, cast: str) -> str:
-    """The plan of the dense top-k statement with sequential scans and sorts priced out."""
-    probe = "[" + ",".join(["0"] * (dimension - 1) + ["1"]) + "]"
+def _dense_plan(conn, collection_id: int, dimension: int, cast: str, centre: str | None = None) -> str:
+    """The plan of the dense top-k statement with sequential scans and sorts priced out (over the
+    embeddings minus CENTRE, as a centred halfvec index is: migration 0022)."""
+    probe = sql.Literal("[" + ",".join(["0"] * (dimension - 1) + ["1"]) + "]")
+    if centre is None:
+        order = sql.SQL("s.embedding::{cast}({dim}) <=> {probe}::{cast}({dim})").format(
+            cast=sql.Identifier(cast), dim=sql.Literal(dimension), probe=probe)
+    else:
+        order = sql.SQL("{} <=> {}").format(vector_expression(sql.SQL("s.embedding"), dimension, centre),
+                                            vector_expression(probe, dimension, centre))
     with conn.transaction():
         conn.execute("SET LOCAL enable_seqscan = off")
         conn.execute("SET LOCAL enable_sort = off")
         plan = conn.execute(sql.SQL(
             "EXPLAIN (FORMAT JSON) SELECT s.id FROM windowrag.sentences s WHERE s.collection_id = {cid} "
-            "ORDER BY s.embedding::{cast}({dim}) <=> {probe}::{cast}({dim}) LIMIT 5").format(
-                cid=sql.Literal(collection_id), cast=sql.Identifier(cast), dim=sql.Literal(dimension),
-                probe=sql.Literal(probe))).fetchone()[0]
+            "ORDER BY {order} LIMIT 5").format(cid=sql.Literal(collection_id), order=order)).fetchone()[0]
     return json.dumps(plan)
 
 
@@ -98,7 +105,8 @@ def test_fresh_install_stores_halfvec(conn, samples_collection):
     assert "::halfvec(%1$s)" in _function_source(conn, "dense_search")
     cid, dimension = conn.execute("SELECT id, dimension FROM windowrag.collections WHERE name = %s",
                                   [samples_collection]).fetchone()
-    assert f"sentences_embedding_hnsw_c{cid}" in _dense_plan(conn, cid, dimension, "halfvec")
+    centre = conn.execute("SELECT vector_centre::text FROM windowrag.collections WHERE id = %s", [cid]).fetchone()[0]
+    assert f"sentences_embedding_hnsw_c{cid}" in _dense_plan(conn, cid, dimension, "halfvec", centre)
     check = conn.execute("SELECT pg_get_constraintdef(oid) FROM pg_constraint "
                          "WHERE conname = 'collections_dimension_check'").fetchone()[0]
     assert "4000" in check
