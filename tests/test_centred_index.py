@@ -10,7 +10,7 @@ from windowrag_pg import doctor
 from windowrag_pg.doctor import centre_indexes, run_checks
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.sources import iter_sources
-from windowrag_pg.store.collections import centre_collection_index, collection_centre, get_collection
+from windowrag_pg.store.collections import collection_centre, get_collection
 
 from .conftest import scratch_database
 from .test_binary_index import EXACT, QUERIES, binary_collection, index_definition  # noqa: F401 (a fixture)
@@ -107,8 +107,33 @@ def test_doctor_fix_centres_an_uncentred_index_beside_it_and_swaps(conn, embedde
     assert conn.execute("SELECT count(*) FROM pg_class WHERE relname LIKE %s",
                         [f"sentences_embedding_hnsw_c{collection.id}%"]).fetchone()[0] == 1  # no staging index left
     assert not [c for c in run_checks(conn) if c.name == f"HNSW index of {collection_name!r} centred"]
-    assert not centre_collection_index(conn, collection)  # nothing left to do
+    assert collection_name not in centre_indexes(conn)  # nothing left to do
     vector = embedder.embed_query(QUERIES[2]).tolist()
+    got = conn.execute("SELECT sentence_id FROM windowrag.dense_search(%s, %s::vector, 5, ef_search => 1000)",
+                       [collection_name, vector]).fetchall()
+    assert got == conn.execute(EXACT, [collection_name, vector, 5]).fetchall()
+
+
+def test_doctor_recentres_an_index_whose_rows_moved_away_from_its_centre(conn, embedder, eval_dir, collection_name,
+                                                                       monkeypatch):
+    contracts = list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:2]
+    articles = list(iter_sources([eval_dir / "squad-dev" / "documents.jsonl"]))[:3]
+    Ingestor(conn, collection=collection_name, embedder=embedder, bulk=True).ingest(contracts)
+    collection = get_collection(conn, collection_name)
+    first = collection_centre(conn, collection)
+    monkeypatch.setattr(doctor, "SMALL_COLLECTION", 1)
+    advice = f"HNSW index of {collection_name!r} centred"
+    assert not [c for c in run_checks(conn) if c.name == advice]  # centred on its rows
+    # Wikipedia articles written incrementally into a collection of contracts: the mean moves
+    Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest(articles)
+    assert collection_centre(conn, collection) == first
+    [check] = [c for c in run_checks(conn) if c.name == advice]
+    assert "away from the rows' mean now" in check.detail and check.ok
+    assert collection_name in centre_indexes(conn)
+    second = collection_centre(conn, collection)
+    assert second != first and f"'{second}'::halfvec(384)" in index_definition(conn, collection_name)
+    assert not [c for c in run_checks(conn) if c.name == advice]
+    vector = embedder.embed_query("Who founded the university?").tolist()
     got = conn.execute("SELECT sentence_id FROM windowrag.dense_search(%s, %s::vector, 5, ef_search => 1000)",
                        [collection_name, vector]).fetchall()
     assert got == conn.execute(EXACT, [collection_name, vector, 5]).fetchall()

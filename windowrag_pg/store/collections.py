@@ -290,15 +290,15 @@ def build_collection_index(conn: psycopg.Connection, collection: Collection) -> 
 
 
 def centre_collection_index(conn: psycopg.Connection, collection: Collection) -> bool:
-    """Rebuild the valid vector index of a populated collection that has no centre (created on an
-    empty collection, or before migration 0022) centred on its rows. The new index is built
-    CONCURRENTLY beside the old one, which serves searches meanwhile; one short transaction then
-    records the centre, drops the old index and gives the new one its name (the DROP waits for
-    the statements using the old index). False when there is nothing to do."""
+    """Rebuild the valid vector index of a populated collection centred on the mean of its rows now
+    (an index created on an empty collection or before migration 0022 has no centre; rows written
+    since a build move the mean). The new index is built CONCURRENTLY beside the old one, which
+    serves searches meanwhile; one short transaction then records the centre, drops the old index
+    and gives the new one its name (the DROP waits for the statements using the old index).
+    False when there is nothing to do (no valid index, or no rows)."""
     if not _outside_transaction(conn):
         raise ValueError("centre_collection_index needs an autocommit connection outside a transaction block (CREATE INDEX CONCURRENTLY)")
-    if (collection_index_state(conn, collection) != "valid"
-            or collection_centre(conn, collection) is not None or not collection_sentence_count(conn, collection)):
+    if collection_index_state(conn, collection) != "valid" or not collection_sentence_count(conn, collection):
         return False
     name = collection_index_name(collection)
     staging = f"{name}_centred"
