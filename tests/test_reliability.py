@@ -14,6 +14,7 @@ import pytest
 from windowrag_pg.db.sqlfiles import load_sql
 
 from .reliability_workers import document_text, reader, writer
+from .test_bulk_ingest import dense_plan
 
 pytestmark = pytest.mark.slow
 
@@ -161,13 +162,7 @@ def test_sigkill_mid_bulk_load_then_doctor_reports_and_the_next_ingest_builds_th
     assert conn.execute(CONSISTENCY, [collection_name]).fetchone() == (0, 0, 0)
     assert bm25_mismatches(conn, collection_name) == (0, 0, 0)
     assert collection_index_state(conn, collection) == "valid"
-    probe = "[" + ",".join(["0"] * (collection.dimension - 1) + ["1"]) + "]"
-    with conn.transaction():
-        conn.execute("SET LOCAL enable_seqscan = off")
-        plan = "\n".join(r[0] for r in conn.execute(
-            f"EXPLAIN SELECT id FROM windowrag.sentences WHERE collection_id = {collection.id}"
-            f" ORDER BY embedding::halfvec({collection.dimension}) <=> '{probe}'::halfvec({collection.dimension}) LIMIT 5"))
-    assert collection_index_name(collection) in plan
+    assert collection_index_name(collection) in dense_plan(conn, collection_name)  # the centred index's expression
     doctor = subprocess.run(base + ["doctor"], capture_output=True, text=True, timeout=300,
                             env={**os.environ, "COLUMNS": "200"})
     assert f"FAIL HNSW index of '{collection_name}'" not in doctor.stdout
