@@ -14,7 +14,7 @@ from .db.sqlfiles import load_sql
 from .store.bm25 import pack_counts, pack_if_due, pack_kind, rebuild_bm25
 from .store.collections import (
     Collection, build_collection_index, centre_collection_index, collection_centre, collection_index_name,
-    collection_index_state, get_collection, vector_expression,
+    collection_index_state, collection_sentence_count, get_collection, vector_expression,
 )
 
 
@@ -105,8 +105,9 @@ def _indexes(conn) -> list[Check]:
             checks.append(Check(f"HNSW index of {name!r}", False, detail,
                                 "windowrag doctor --fix, or any ingest into the collection"))
             continue
-        checks.append(_dense_plan(conn, collection, index))
-        advice = _centre_advice(conn, collection)
+        size = collection_sentence_count(conn, collection)
+        checks.append(_dense_plan(conn, collection, index, size))
+        advice = _centre_advice(conn, collection, size)
         if advice:
             # advisory, like the native check: searches work, with less recall at the same ef_search
             checks.append(Check(f"HNSW index of {name!r} centred", True,
@@ -116,11 +117,11 @@ def _indexes(conn) -> list[Check]:
     return checks
 
 
-def _centre_advice(conn, collection: Collection) -> str | None:
+def _centre_advice(conn, collection: Collection, size: int) -> str | None:
     """Why the collection's HNSW index would be better centred again (None: it is fine), for a
     collection large enough for the index to matter: it has no centre, or the rows written since
     it was built moved their mean more than CENTRE_DRIFT from it."""
-    if conn.execute(load_sql("collection_sentence_count"), [collection.id]).fetchone()[0] < SMALL_COLLECTION:
+    if size < SMALL_COLLECTION:
         return None
     if collection_centre(conn, collection) is None:
         return "not centred (built on an empty collection or before migration 0022)"
@@ -146,7 +147,8 @@ def centre_indexes(conn: psycopg.Connection) -> list[str]:
     centred = []
     for (name,) in conn.execute(load_sql("collection_names")).fetchall():
         collection = get_collection(conn, name)
-        if _centre_advice(conn, collection) and centre_collection_index(conn, collection):
+        advice = _centre_advice(conn, collection, collection_sentence_count(conn, collection))
+        if advice and centre_collection_index(conn, collection):
             centred.append(name)
     return centred
 
@@ -177,7 +179,7 @@ def _pack_state(conn, collection: Collection) -> tuple[str | None, str]:
                                 f"{stale:,} stale")
 
 
-def _dense_plan(conn, collection: Collection, index: str) -> Check:
+def _dense_plan(conn, collection: Collection, index: str, size: int) -> Check:
     probe = sql.Literal("[" + ",".join(["0"] * (collection.dimension - 1) + ["1"]) + "]")
     explain = "doctor_explain_dense_binary" if collection.vector_index == "binary" else "doctor_explain_dense"
     centre = collection_centre(conn, collection)
@@ -188,7 +190,6 @@ def _dense_plan(conn, collection: Collection, index: str) -> Check:
         probe_vector=vector_expression(probe, collection.dimension, centre))
     plan = json.dumps(conn.execute(statement).fetchone()[0])
     used = index.split(".", 1)[1] in plan
-    size = conn.execute(load_sql("collection_sentence_count"), [collection.id]).fetchone()[0]
     if not used and size < SMALL_COLLECTION:
         return Check(f"HNSW used for {collection.name!r}", True,
                      f"{size} sentences: an exact scan is planned, which is right at this size")
