@@ -1,1 +1,1 @@
-SELECT vector_centre::text FROM windowrag.collections WHERE id = %s
+SELECT vector_centre::text, vector_spread::text FROM windowrag.collections WHERE id = %s

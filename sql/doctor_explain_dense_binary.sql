@@ -1,5 +1,5 @@
 EXPLAIN (FORMAT JSON)
 SELECT s.id FROM windowrag.sentences s
 WHERE s.collection_id = {collection_id}
-ORDER BY binary_quantize({vector})::bit({dimension}) <~> binary_quantize({probe_vector})::bit({dimension})
+ORDER BY {key} <~> {probe_key}
 LIMIT 10

@@ -1,15 +1,20 @@
-"""The binary vector index (migration 0012): a collection setting whose HNSW index is on the
-embeddings' sign bits, the nearest by Hamming distance re-ranked by the stored halfvecs."""
+"""The binary vector index (migration 0012): a collection setting whose HNSW index is on bits of
+the embeddings (three a dimension around the rows' mean since 0023), the nearest by Hamming
+distance re-ranked by the stored halfvecs."""
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 
 from windowrag_pg.db import connection as db
-from windowrag_pg.doctor import run_checks
+from windowrag_pg import doctor
+from windowrag_pg.doctor import centre_indexes, run_checks
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.retrieve.retriever import Retriever
 from windowrag_pg.sources import iter_sources
-from windowrag_pg.store.collections import CollectionError, collection_index_name, get_collection
+from windowrag_pg.store.collections import BINARY_SPREAD, CollectionError, collection_index_name, get_collection
 
 from .conftest import scratch_database
 
@@ -36,12 +41,21 @@ def binary_collection(db_url, embedder, eval_dir) -> str:
     return "binary_module"
 
 
-def test_the_index_is_on_the_sign_bits_and_dense_search_reranks_exactly(conn, embedder, binary_collection):
-    # a bulk load centres it (migration 0022): the bits of the embeddings minus their mean
-    centre = conn.execute("SELECT vector_centre::text FROM windowrag.collections WHERE name = %s",
-                          [binary_collection]).fetchone()[0]
-    assert (f"binary_quantize((((embedding)::halfvec(384) - '{centre}'::halfvec(384)))::halfvec(384)))::bit(384))"
-            " bit_hamming_ops") in index_definition(conn, binary_collection)
+def test_the_index_is_on_three_levels_a_dimension_and_dense_search_reranks_exactly(conn, embedder, binary_collection):
+    # a bulk load centres it (migration 0022) and spreads it (0023): three bits a dimension, above
+    # -spread, 0 and +spread around the rows' mean, spread 0.9 of their standard deviation
+    centre, spread = conn.execute("SELECT vector_centre::text, vector_spread::text FROM windowrag.collections"
+                                  " WHERE name = %s", [binary_collection]).fetchone()
+    definition = index_definition(conn, binary_collection)
+    centred = f"(((embedding)::halfvec(384) - '{centre}'::halfvec(384)))::halfvec(384))"
+    assert f"binary_quantize({centred})::bit(384)" in definition
+    assert f"'{spread}'::halfvec(384)" in definition and definition.count(f"'{centre}'") == 3
+    assert "::bit(1152)) bit_hamming_ops) WITH (m='16', ef_construction='300')" in definition
+    vectors = np.array([json.loads(v) for (v,) in conn.execute(
+        "SELECT s.embedding::text FROM windowrag.sentences s JOIN windowrag.collections c ON c.id = s.collection_id"
+        " WHERE c.name = %s", [binary_collection])])
+    np.testing.assert_allclose(json.loads(centre), vectors.mean(axis=0), atol=2e-3)
+    np.testing.assert_allclose(json.loads(spread), BINARY_SPREAD * vectors.std(axis=0), rtol=2e-2, atol=1e-4)
     assert get_collection(conn, binary_collection).vector_index == "binary"
     size = conn.execute("SELECT count(*) FROM windowrag.sentences s JOIN windowrag.collections c"
                         " ON c.id = s.collection_id WHERE c.name = %s", [binary_collection]).fetchone()[0]
@@ -85,3 +99,33 @@ def test_migration_0012_down_and_up_keeps_every_row(db_url, embedder, eval_dir):
         db.upgrade(conn)
         assert conn.execute("SELECT vector_index FROM windowrag.collections").fetchone()[0] == "halfvec"
         assert conn.execute("SELECT id, embedding::text, tsv::text FROM windowrag.sentences ORDER BY id").fetchall() == rows
+
+
+def test_migration_0023_down_and_up_then_doctor_gives_the_old_index_three_levels(db_url, embedder, eval_dir, monkeypatch):
+    sources = list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:3]
+    vector = embedder.embed_query(QUERIES[1]).tolist()
+    top = "SELECT sentence_id FROM windowrag.dense_search('levels', %s::vector, 5, ef_search => 1000)"
+    advice = "HNSW index of 'levels' centred"
+    with scratch_database(db_url, "levels_migration_test") as url, db.connect(url, autocommit=True) as conn:
+        Ingestor(conn, collection="levels", embedder=embedder, vector_index="binary", bulk=True).ingest(sources)
+        centre = conn.execute("SELECT vector_centre::text FROM windowrag.collections").fetchone()[0]
+        rows = conn.execute("SELECT id, embedding::text, tsv::text FROM windowrag.sentences ORDER BY id").fetchall()
+        exact = conn.execute(EXACT, ["levels", vector, 5]).fetchall()
+        assert conn.execute(top, [vector]).fetchall() == exact
+        db.downgrade(conn, "0022")
+        # the index 0022 built: the sign bits of the centred embeddings, one a dimension
+        assert index_definition(conn, "levels").endswith(
+            f"USING hnsw (((binary_quantize((((embedding)::halfvec(384) - '{centre}'::halfvec(384)))::halfvec(384)))"
+            "::bit(384)) bit_hamming_ops) WITH (m='24') WHERE (collection_id = 1)")
+        assert conn.execute(top, [vector]).fetchall() == exact
+        db.upgrade(conn)
+        assert conn.execute("SELECT id, embedding::text, tsv::text FROM windowrag.sentences ORDER BY id").fetchall() == rows
+        assert "::bit(384)) bit_hamming_ops" in index_definition(conn, "levels")  # kept as it was
+        assert conn.execute(top, [vector]).fetchall() == exact
+        monkeypatch.setattr(doctor, "SMALL_COLLECTION", 1)  # the advice is for large collections: any here
+        [check] = [c for c in run_checks(conn) if c.name == advice]
+        assert "one sign bit a dimension" in check.detail and check.ok
+        assert centre_indexes(conn) == ["levels"]
+        assert "::bit(1152)) bit_hamming_ops" in index_definition(conn, "levels")
+        assert not [c for c in run_checks(conn) if c.name == advice]
+        assert conn.execute(top, [vector]).fetchall() == exact

@@ -694,7 +694,7 @@ SELECT jsonb_build_object(
 
 
 # columns later revisions added to the 0002 tables
-ADDED_AFTER_0002 = {"collections": ["tenant", "vector_index", "vector_centre"], "sections": ["collection_id"], "sentences": ["gap"],
+ADDED_AFTER_0002 = {"collections": ["tenant", "vector_index", "vector_centre", "vector_spread"], "sections": ["collection_id"], "sentences": ["gap"],
                     "bm25_stats": ["packed_postings", "pending_postings", "stale_postings", "recent_postings",
                                    "packed_through"],
                     "bm25_terms": ["packed_df", "recent_df"]}

@@ -13,8 +13,8 @@ from .db.native import create_native, native_state
 from .db.sqlfiles import load_sql
 from .store.bm25 import pack_counts, pack_if_due, pack_kind, rebuild_bm25
 from .store.collections import (
-    Collection, build_collection_index, centre_collection_index, collection_centre, collection_index_name,
-    collection_index_state, collection_sentence_count, get_collection, vector_expression,
+    Collection, build_collection_index, centre_collection_index, collection_index_name,
+    collection_index_state, collection_sentence_count, get_collection, index_key, index_statistics,
 )
 
 
@@ -119,12 +119,15 @@ def _indexes(conn) -> list[Check]:
 
 def _centre_advice(conn, collection: Collection, size: int) -> str | None:
     """Why the collection's HNSW index would be better centred again (None: it is fine), for a
-    collection large enough for the index to matter: it has no centre, or the rows written since
-    it was built moved their mean more than CENTRE_DRIFT from it."""
+    collection large enough for the index to matter: it has no centre, a binary one has one bit a
+    dimension, or the rows written since it was built moved their mean more than CENTRE_DRIFT from it."""
     if size < SMALL_COLLECTION:
         return None
-    if collection_centre(conn, collection) is None:
+    centre, spread = index_statistics(conn, collection)
+    if centre is None:
         return "not centred (built on an empty collection or before migration 0022)"
+    if collection.vector_index == "binary" and spread is None:
+        return "one sign bit a dimension (built before migration 0023; three levels find more of the exact nearest)"
     drift = conn.execute(load_sql("collection_centre_drift"), [collection.id]).fetchone()[0]
     if drift is not None and drift > CENTRE_DRIFT:
         return f"centred on a mean {drift:.0%} (of its norm) away from the rows' mean now"
@@ -180,14 +183,16 @@ def _pack_state(conn, collection: Collection) -> tuple[str | None, str]:
 
 
 def _dense_plan(conn, collection: Collection, index: str, size: int) -> Check:
-    probe = sql.Literal("[" + ",".join(["0"] * (collection.dimension - 1) + ["1"]) + "]")
+    probe = sql.SQL("{}::halfvec({})").format(
+        sql.Literal("[" + ",".join(["0"] * (collection.dimension - 1) + ["1"]) + "]"), sql.Literal(collection.dimension))
     explain = "doctor_explain_dense_binary" if collection.vector_index == "binary" else "doctor_explain_dense"
-    centre = collection_centre(conn, collection)
+    centre, spread = index_statistics(conn, collection)
+
+    def key(value: sql.Composable) -> sql.Composable:
+        return index_key(value, collection.dimension, vector_index=collection.vector_index, centre=centre, spread=spread)
+
     statement = sql.SQL(load_sql(explain)).format(
-        collection_id=sql.Literal(collection.id), dimension=sql.Literal(collection.dimension), probe=probe,
-        vector=vector_expression(sql.SQL("s.embedding"), collection.dimension, centre,
-                                 vector_index=collection.vector_index),
-        probe_vector=vector_expression(probe, collection.dimension, centre))
+        collection_id=sql.Literal(collection.id), key=key(sql.SQL("s.embedding")), probe_key=key(probe))
     plan = json.dumps(conn.execute(statement).fetchone()[0])
     used = index.split(".", 1)[1] in plan
     if not used and size < SMALL_COLLECTION:

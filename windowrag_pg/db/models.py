@@ -34,6 +34,8 @@ class Collection(Base):
     vector_index: Mapped[str] = mapped_column(Text, default="halfvec")  # 'halfvec' or 'binary' (0012)
     # the mean its halfvec index is centred on (0022); NULL: not centred
     vector_centre = mapped_column(HALFVEC(), nullable=True)
+    # a binary index's outer threshold offsets around the centre (0023); NULL: one bit a dimension
+    vector_spread = mapped_column(HALFVEC(), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
