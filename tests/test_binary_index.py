@@ -50,7 +50,7 @@ def test_the_index_is_on_three_levels_a_dimension_and_dense_search_reranks_exact
     centred = f"(((embedding)::halfvec(384) - '{centre}'::halfvec(384)))::halfvec(384))"
     assert f"binary_quantize({centred})::bit(384)" in definition
     assert f"'{spread}'::halfvec(384)" in definition and definition.count(f"'{centre}'") == 3
-    assert "::bit(1152)) bit_hamming_ops) WITH (m='16', ef_construction='300')" in definition
+    assert "::bit(1152)) bit_hamming_ops) WITH (m='16', ef_construction='128')" in definition
     vectors = np.array([json.loads(v) for (v,) in conn.execute(
         "SELECT s.embedding::text FROM windowrag.sentences s JOIN windowrag.collections c ON c.id = s.collection_id"
         " WHERE c.name = %s", [binary_collection])])

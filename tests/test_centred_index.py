@@ -10,7 +10,7 @@ from windowrag_pg import doctor
 from windowrag_pg.doctor import centre_indexes, run_checks
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.sources import iter_sources
-from windowrag_pg.store.collections import collection_centre, get_collection
+from windowrag_pg.store.collections import collection_centre, get_collection, index_statistics
 
 from .conftest import scratch_database
 from .test_binary_index import EXACT, QUERIES, binary_collection, index_definition  # noqa: F401 (a fixture)
@@ -160,3 +160,28 @@ def test_migration_0022_down_and_up_keeps_every_row(db_url, embedder, eval_dir):
         assert conn.execute("SELECT id, embedding::text, tsv::text FROM windowrag.sentences ORDER BY id").fetchall() == rows
         assert conn.execute("SELECT sentence_id FROM windowrag.dense_search('centred', %s::vector, 5, ef_search => 1000)",
                             [vector]).fetchall() == top
+
+
+def test_an_incremental_ingest_centres_an_index_built_empty_once_the_collection_has_grown(
+        conn, embedder, eval_dir, collection_name, monkeypatch):
+    from windowrag_pg.store import collections
+
+    contracts = list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:3]
+    monkeypatch.setattr(collections, "CENTRE_AT_SENTENCES", 300)  # 5,000 in use: the rule, on a small collection
+    first = Ingestor(conn, collection=collection_name, embedder=embedder, vector_index="binary", bulk=False).ingest(contracts[:1])
+    collection = get_collection(conn, collection_name)
+    assert first.sentences < 300 and first.index_seconds == 0
+    assert index_statistics(conn, collection) == (None, None)  # built on the empty collection
+    assert "(binary_quantize(embedding))::bit(384)) bit_hamming_ops" in index_definition(conn, collection_name)
+    second = Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest(contracts[1:])
+    assert not second.errors and first.sentences + second.sentences >= 300 and second.index_seconds > 0
+    centre, spread = index_statistics(conn, collection)
+    assert centre is not None and spread is not None and "::bit(1152)" in index_definition(conn, collection_name)
+    vector = embedder.embed_query(QUERIES[3]).tolist()
+    got = conn.execute("SELECT sentence_id FROM windowrag.dense_search(%s, %s::vector, 5, ef_search => 1000)",
+                       [collection_name, vector]).fetchall()
+    assert got == conn.execute(EXACT, [collection_name, vector, 5]).fetchall()
+    # centred once: a later ingest leaves it (drift is doctor's to judge)
+    third = Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest(
+        list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[3:4])
+    assert third.index_seconds == 0 and index_statistics(conn, collection) == (centre, spread)

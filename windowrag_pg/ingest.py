@@ -34,7 +34,7 @@ from .parse.types import ParsedDocument, Unit
 from .sources import SourceDocument, SourceError, check_source
 from .split.sentences import split_units
 from .store.collections import (
-    Collection, CollectionError, build_collection_index, collection_index_state, collection_sentence_count,
+    Collection, CollectionError, build_collection_index, centre_if_due, collection_index_state, collection_sentence_count,
     drop_collection_index, ensure_collection, ensure_collection_index,
 )
 from .store.bm25 import pack_if_due
@@ -65,7 +65,7 @@ class IngestReport:
     seconds: float = 0.0
     embed_seconds: float = 0.0
     bulk: bool = False  # written without the HNSW index, which was built once at the end
-    index_seconds: float = 0.0  # the index build of a bulk load (in seconds too)
+    index_seconds: float = 0.0  # the index build of a bulk load, or an incremental one's centring (in seconds too)
     errors: list[SourceError] = field(default_factory=list)
     interrupted: bool = False  # should_stop() turned true: the documents counted are stored, no others
 
@@ -331,19 +331,23 @@ class Ingestor:
 
     def _pack_bm25(self, report: IngestReport) -> None:
         """After an incremental ingest: pack the collection's BM25 postings when the rows written
-        since the last pack are a sizeable share (store/bm25.py). Only the owner may; a failure is
-        reported, the documents are stored and searchable either way."""
-        try:
-            with self._connection() as conn:
-                if self._may_index(conn):
-                    pack_if_due(conn, self.collection)
-        except psycopg.Error as exc:
-            if self._last_conn is not None and (self._last_conn.closed or self._last_conn.broken):
-                raise
-            report.errors.append(SourceError(
-                f"BM25 postings of collection {self.collection.name!r}",
-                f"not packed: {_describe(exc).removeprefix('database refused the document: ')}; "
-                "the documents are stored and searchable"))
+        since the last pack are a sizeable share (store/bm25.py), then centre its HNSW index on its
+        rows when it has grown past CENTRE_AT_SENTENCES without (store/collections.centre_if_due).
+        Only the owner may; a failure is reported, the documents are stored and searchable either way."""
+        for what, failed, maintain in (("BM25 postings", "not packed", pack_if_due),
+                                       ("HNSW index", "not centred on its rows", centre_if_due)):
+            started = time.perf_counter()
+            try:
+                with self._connection() as conn:
+                    if self._may_index(conn) and maintain(conn, self.collection) and maintain is centre_if_due:
+                        report.index_seconds = time.perf_counter() - started
+            except psycopg.Error as exc:
+                if self._last_conn is not None and (self._last_conn.closed or self._last_conn.broken):
+                    raise
+                report.errors.append(SourceError(
+                    f"{what} of collection {self.collection.name!r}",
+                    f"{failed}: {_describe(exc).removeprefix('database refused the document: ')}; "
+                    "the documents are stored and searchable"))
 
     def make_units(self, parsed: ParsedDocument) -> list[Unit]:
         if self.chunk_tokens:

@@ -7,7 +7,7 @@ collections.vector_spread (halfvec, NULL: one sign bit a dimension) is, for a bi
 on rows, 0.9 of the rows' standard deviation in each dimension; the index is then over three bits
 a dimension, whether the centred embedding is above -spread, 0 and +spread
 (store.collections.index_key: a thermometer code, whose Hamming distance is the L1 distance of
-the values quantised to four levels), with m = 16 and ef_construction = 300
+the values quantised to four levels), with m = 16 and ef_construction = 128
 (sql/collection_index_binary.sql), and windowrag.dense_search writes the same key
 (sql/functions.sql). One sign bit loses each value's magnitude: on the dev sets' 105k sentences
 recall@5 at ef_search 100 went from 0.936 to 0.989-0.994 for the same index bytes

@@ -343,6 +343,25 @@ def centre_collection_index(conn: psycopg.Connection, collection: Collection) ->
     return True
 
 
+# An incremental ingest by the owner centres the collection's index (centre_collection_index)
+# when the index was built without its rows' statistics (on an empty collection, or one bit a
+# dimension before migration 0023) and the collection has grown to at least CENTRE_AT_SENTENCES
+# (below, the planner scans exactly: doctor's SMALL_COLLECTION) but at most CENTRE_AT_MOST (a
+# rebuild of a few seconds; a larger one is doctor --fix's to run, at a time its owner chooses).
+CENTRE_AT_SENTENCES = 5_000
+CENTRE_AT_MOST = 50_000
+
+
+def centre_if_due(conn: psycopg.Connection, collection: Collection) -> bool:
+    """Centre the collection's index on its rows when the rule above says so; True when it did."""
+    centre, spread = index_statistics(conn, collection)
+    if centre is not None and (spread is not None or collection.vector_index != "binary"):
+        return False
+    if not CENTRE_AT_SENTENCES <= collection_sentence_count(conn, collection) <= CENTRE_AT_MOST:
+        return False
+    return centre_collection_index(conn, collection)
+
+
 @contextmanager
 def _index_build_settings(conn: psycopg.Connection) -> Iterator[None]:
     """For an index build: maintenance_work_mem at least INDEX_BUILD_MEMORY, INDEX_BUILD_WORKERS
