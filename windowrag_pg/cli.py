@@ -59,8 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "10 inputs go into an empty collection (or one whose index an interrupted bulk load left missing)")
     p.add_argument("--vector-index", choices=("halfvec", "binary"), default=None,
                    help="what a new collection's HNSW index is built on (fixed at creation; default halfvec): "
-                        "binary indexes the embeddings' sign bits and re-ranks with the stored vectors, "
-                        "~760 fewer bytes a sentence for a slower dense search (docs/performance.md)")
+                        "binary indexes three bits a dimension of the centred embeddings and re-ranks with the "
+                        "stored vectors, ~720 fewer bytes a sentence for a slower dense search (docs/performance.md)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(handler=cmd_ingest)
 

@@ -21,9 +21,9 @@ class CollectionError(ValueError):
 # builds for at most 4,000 dimensions (collections.dimension has the same bound, migration 0010).
 MAX_INDEXED_DIMENSION = 4000
 # What a collection's HNSW index is built on (a collection setting, fixed at creation; migration
-# 0012): "halfvec", the embeddings themselves; "binary", their sign bits (binary_quantize), with
-# the nearest re-ranked by the stored halfvec: ~760 fewer bytes a sentence at 384-d for a
-# slower dense search at equal recall (docs/performance.md).
+# 0012): "halfvec", the embeddings themselves; "binary", bits of them (index_key: three a
+# dimension since 0023), with the nearest re-ranked by the stored halfvec: ~720 fewer bytes a
+# sentence at 384-d for a slower dense search at about the same recall (docs/performance.md).
 VECTOR_INDEXES = ("halfvec", "binary")
 
 
