@@ -283,7 +283,7 @@ class Ingestor:
         if report.bulk:
             self._build_index(report)
         elif report.sentences or report.replaced:
-            self._pack_bm25(report)
+            self._maintain(report)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -329,25 +329,31 @@ class Ingestor:
                 f"not built: {_describe(exc).removeprefix('database refused the document: ')}; the documents are stored: the next ingest or `windowrag doctor --fix` builds it"))
         report.index_seconds = time.perf_counter() - started
 
-    def _pack_bm25(self, report: IngestReport) -> None:
-        """After an incremental ingest: pack the collection's BM25 postings when the rows written
-        since the last pack are a sizeable share (store/bm25.py), then centre its HNSW index on its
-        rows when it has grown past CENTRE_AT_SENTENCES without (store/collections.centre_if_due).
-        Only the owner may; a failure is reported, the documents are stored and searchable either way."""
-        for what, failed, maintain in (("BM25 postings", "not packed", pack_if_due),
-                                       ("HNSW index", "not centred on its rows", centre_if_due)):
-            started = time.perf_counter()
-            try:
-                with self._connection() as conn:
-                    if self._may_index(conn) and maintain(conn, self.collection) and maintain is centre_if_due:
-                        report.index_seconds = time.perf_counter() - started
-            except psycopg.Error as exc:
-                if self._last_conn is not None and (self._last_conn.closed or self._last_conn.broken):
-                    raise
-                report.errors.append(SourceError(
-                    f"{what} of collection {self.collection.name!r}",
-                    f"{failed}: {_describe(exc).removeprefix('database refused the document: ')}; "
-                    "the documents are stored and searchable"))
+    def _maintain(self, report: IngestReport) -> None:
+        """After an incremental ingest, the owner's upkeep: pack the collection's BM25 postings when
+        the rows written since the last pack are a sizeable share (store/bm25.py), then centre its
+        HNSW index on its rows when it has grown past CENTRE_AT_SENTENCES without one
+        (store/collections.centre_if_due; its seconds go to report.index_seconds). Other roles
+        skip both; a failure is reported, the documents are stored and searchable either way."""
+        self._upkeep(report, pack_if_due, f"BM25 postings of collection {self.collection.name!r}", "not packed")
+        started = time.perf_counter()
+        if self._upkeep(report, centre_if_due, f"HNSW index of collection {self.collection.name!r}",
+                        "not centred on its rows"):
+            report.index_seconds = time.perf_counter() - started
+
+    def _upkeep(self, report: IngestReport, action, what: str, failed: str) -> bool:
+        """ACTION(conn, collection) as the owner; whether it did something (False for other roles
+        and on a reported failure)."""
+        try:
+            with self._connection() as conn:
+                return self._may_index(conn) and action(conn, self.collection)
+        except psycopg.Error as exc:
+            if self._last_conn is not None and (self._last_conn.closed or self._last_conn.broken):
+                raise
+            report.errors.append(SourceError(
+                what, f"{failed}: {_describe(exc).removeprefix('database refused the document: ')}; "
+                "the documents are stored and searchable"))
+            return False
 
     def make_units(self, parsed: ParsedDocument) -> list[Unit]:
         if self.chunk_tokens:
