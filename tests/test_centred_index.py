@@ -185,3 +185,15 @@ def test_an_incremental_ingest_centres_an_index_built_empty_once_the_collection_
     third = Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest(
         list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[3:4])
     assert third.index_seconds == 0 and index_statistics(conn, collection) == (centre, spread)
+
+
+def test_missing_statistics_names_what_an_index_built_on_its_rows_would_have():
+    from windowrag_pg.store.collections import Collection, missing_statistics
+
+    halfvec = Collection(1, "h", "m", 384, False, "english", "sentence", None, "halfvec")
+    binary = Collection(2, "b", "m", 384, False, "english", "sentence", None, "binary")
+    assert missing_statistics(halfvec, None, None).startswith("not centred")
+    assert missing_statistics(halfvec, "[0.1]", None) is None
+    assert missing_statistics(binary, None, None).startswith("not centred")
+    assert missing_statistics(binary, "[0.1]", None).startswith("one sign bit a dimension")
+    assert missing_statistics(binary, "[0.1]", "[0.2]") is None

@@ -15,6 +15,7 @@ from .store.bm25 import pack_counts, pack_if_due, pack_kind, rebuild_bm25
 from .store.collections import (
     Collection, build_collection_index, centre_collection_index, collection_index_name,
     collection_index_state, collection_sentence_count, get_collection, index_key, index_statistics,
+    missing_statistics,
 )
 
 
@@ -123,11 +124,9 @@ def _centre_advice(conn, collection: Collection, size: int) -> str | None:
     dimension, or the rows written since it was built moved their mean more than CENTRE_DRIFT from it."""
     if size < SMALL_COLLECTION:
         return None
-    centre, spread = index_statistics(conn, collection)
-    if centre is None:
-        return "not centred (built on an empty collection or before migration 0022)"
-    if collection.vector_index == "binary" and spread is None:
-        return "one sign bit a dimension (built before migration 0023; three levels find more of the exact nearest)"
+    missing = missing_statistics(collection, *index_statistics(conn, collection))
+    if missing:
+        return missing
     drift = conn.execute(load_sql("collection_centre_drift"), [collection.id]).fetchone()[0]
     if drift is not None and drift > CENTRE_DRIFT:
         return f"centred on a mean {drift:.0%} (of its norm) away from the rows' mean now"

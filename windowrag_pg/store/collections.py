@@ -352,10 +352,19 @@ CENTRE_AT_SENTENCES = 5_000
 CENTRE_AT_MOST = 50_000
 
 
+def missing_statistics(collection: Collection, centre: str | None, spread: str | None) -> str | None:
+    """What the collection's index (built with CENTRE and SPREAD, index_statistics) lacks that an
+    index built on its rows now would have; None when nothing."""
+    if centre is None:
+        return "not centred (built on an empty collection or before migration 0022)"
+    if collection.vector_index == "binary" and spread is None:
+        return "one sign bit a dimension (built before migration 0023; three levels find more of the exact nearest)"
+    return None
+
+
 def centre_if_due(conn: psycopg.Connection, collection: Collection) -> bool:
     """Centre the collection's index on its rows when the rule above says so; True when it did."""
-    centre, spread = index_statistics(conn, collection)
-    if centre is not None and (spread is not None or collection.vector_index != "binary"):
+    if missing_statistics(collection, *index_statistics(conn, collection)) is None:
         return False
     if not CENTRE_AT_SENTENCES <= collection_sentence_count(conn, collection) <= CENTRE_AT_MOST:
         return False
