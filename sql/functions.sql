@@ -285,8 +285,11 @@ END $$;
 -- graph finds the nearest poorly; without it the graph is far better at the same ef_search
 -- (docs/performance.md). Cosines of centred vectors rank differently, so the greatest(ef_search,
 -- n) nearest are read through the index and re-ranked by the cosine of the stored halfvecs, as
--- for 'binary'. The centre is written into the index expression as a literal: the query repeats
--- the same literal, read from collections, for the planner to match the index.
+-- for 'binary'. The centre is written into the index expression as a literal; the query passes
+-- it (and the spread) as parameters ($5, $6), which the one-shot plan of EXECUTE folds into the
+-- same constants, so the planner matches the index without parsing ~3 KB of literal text per
+-- vector in each query (migration 0024: dense_search p50 -14% on a centred halfvec index, -13%
+-- on a three-level binary one, at 100k; docs/performance.md).
 -- A binary index built with a spread too (collections.vector_spread, migration 0023: 0.9 of the
 -- rows' standard deviation in each dimension) has three bits a dimension: whether the centred
 -- value is above -spread, 0 and +spread (a thermometer code, whose Hamming distance is the L1
@@ -304,8 +307,8 @@ DECLARE
     cid integer := windowrag.collection_id(collection);
     dim integer;
     index_kind text;
-    centre text;
-    spread text;
+    centre halfvec;
+    spread halfvec;
     row_key text;
     query_key text;
     pool_order text;
@@ -315,7 +318,7 @@ BEGIN
     IF n <= 0 THEN
         RETURN;
     END IF;
-    SELECT c.dimension, c.vector_index, c.vector_centre::text, c.vector_spread::text
+    SELECT c.dimension, c.vector_index, c.vector_centre, c.vector_spread
     INTO dim, index_kind, centre, spread
     FROM windowrag.collections c WHERE c.id = cid;
     IF query_embedding IS NULL OR vector_dims(query_embedding) <> dim THEN
@@ -332,19 +335,19 @@ BEGIN
         -- the pool: the nearest by the index's own distance (Hamming, or centred cosine); the
         -- row side written exactly as store.collections.index_key writes the index expression
         row_key := CASE WHEN centre IS NULL THEN 's.embedding'
-            ELSE format('((s.embedding::halfvec(%1$s) - %2$L::halfvec(%1$s))::halfvec(%1$s))', dim, centre) END;
+            ELSE format('((s.embedding::halfvec(%1$s) - $5::halfvec(%1$s))::halfvec(%1$s))', dim) END;
         query_key := CASE WHEN centre IS NULL THEN format('$1::halfvec(%s)', dim)
-            ELSE format('(($1::halfvec(%1$s) - %2$L::halfvec(%1$s))::halfvec(%1$s))', dim, centre) END;
+            ELSE format('(($1::halfvec(%1$s) - $5::halfvec(%1$s))::halfvec(%1$s))', dim) END;
         pool_order := CASE
             WHEN index_kind = 'binary' AND spread IS NOT NULL
             THEN format(
-                '(binary_quantize((%2$s - %4$L::halfvec(%1$s))::halfvec(%1$s))::bit(%1$s)'
+                '(binary_quantize((%2$s - $6::halfvec(%1$s))::halfvec(%1$s))::bit(%1$s)'
                 ' || binary_quantize(%2$s)::bit(%1$s)'
-                ' || binary_quantize((%2$s + %4$L::halfvec(%1$s))::halfvec(%1$s))::bit(%1$s))::bit(%5$s)'
-                ' <~> (binary_quantize((%3$s - %4$L::halfvec(%1$s))::halfvec(%1$s))::bit(%1$s)'
+                ' || binary_quantize((%2$s + $6::halfvec(%1$s))::halfvec(%1$s))::bit(%1$s))::bit(%4$s)'
+                ' <~> (binary_quantize((%3$s - $6::halfvec(%1$s))::halfvec(%1$s))::bit(%1$s)'
                 ' || binary_quantize(%3$s)::bit(%1$s)'
-                ' || binary_quantize((%3$s + %4$L::halfvec(%1$s))::halfvec(%1$s))::bit(%1$s))::bit(%5$s)',
-                dim, row_key, query_key, spread, 3 * dim)
+                ' || binary_quantize((%3$s + $6::halfvec(%1$s))::halfvec(%1$s))::bit(%1$s))::bit(%4$s)',
+                dim, row_key, query_key, 3 * dim)
             WHEN index_kind = 'binary'
             THEN format('binary_quantize(%2$s)::bit(%1$s) <~> binary_quantize(%3$s)::bit(%1$s)', dim, row_key, query_key)
             ELSE format('%s <=> %s', row_key, query_key) END;
@@ -363,7 +366,7 @@ BEGIN
                 LIMIT $3
             ) x
             ORDER BY x.distance, x.id $q$, dim, cid, filter_clause, pool_order)
-        USING query_embedding, document_ids, n, ef_search;
+        USING query_embedding, document_ids, n, ef_search, centre, spread;
         RETURN;
     END IF;
     RETURN QUERY EXECUTE format($q$
