@@ -288,7 +288,7 @@ END $$;
 -- for 'binary'. The centre is written into the index expression as a literal; the query passes
 -- it (and the spread) as parameters ($5, $6), which the one-shot plan of EXECUTE folds into the
 -- same constants, so the planner matches the index without parsing ~3 KB of literal text per
--- vector in each query (migration 0024: dense_search p50 -14% on a centred halfvec index, -13%
+-- vector in each query (migration 0024: dense_search p50 -16% on a centred halfvec index, -22%
 -- on a three-level binary one, at 100k; docs/performance.md).
 -- A binary index built with a spread too (collections.vector_spread, migration 0023: 0.9 of the
 -- rows' standard deviation in each dimension) has three bits a dimension: whether the centred

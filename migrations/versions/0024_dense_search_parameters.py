@@ -9,7 +9,7 @@ query so that the planner would match the index: ~3 KB of text a vector, parsed 
 (two for a centred halfvec index, ten for a three-level binary one). It now passes them as
 parameters of its EXECUTE, whose one-shot plan folds them into the same constants, so the index
 is still matched (tests/test_centred_index.py reads the plans) without the parsing: dense_search
-p50 -14% (halfvec) and -13% (binary) at 100k (docs/performance.md). No index or row changes.
+p50 -16% (halfvec) and -22% (three-level binary) at 100k, the same results (docs/performance.md). No index or row changes.
 
 The upgrade installs sql/functions.sql; the downgrade re-installs 0023's dense_search
 (migrations/versions/0024_functions.sql).
