@@ -34,10 +34,23 @@ def main(argv: list[str] | None = None) -> int:
 
         if not isinstance(exc, psycopg.Error):
             raise
-        diag = getattr(exc, "diag", None)
-        message = (diag.message_primary if diag is not None and diag.message_primary else str(exc)).strip()
-        print(f"windowrag: database error: {message}", file=sys.stderr)
+        print(f"windowrag: database error: {database_error_message(exc)}", file=sys.stderr)
         return 1
+
+
+def database_error_message(exc) -> str:
+    """The server's message, and for a cancelled statement the timeout in force: PostgreSQL may
+    report a statement timeout as a cancel "due to user request" (when it reaches a parallel
+    worker first), so the message alone does not always say which it was."""
+    import psycopg
+
+    from .config import STATEMENT_TIMEOUT_ENV, statement_timeout_ms
+
+    diag = getattr(exc, "diag", None)
+    message = (diag.message_primary if diag is not None and diag.message_primary else str(exc)).strip()
+    if isinstance(exc, psycopg.errors.QueryCanceled):
+        message += f" (the statement timeout is {statement_timeout_ms()} ms: {STATEMENT_TIMEOUT_ENV})"
+    return message
 
 
 def build_parser() -> argparse.ArgumentParser:
