@@ -128,6 +128,18 @@ def samples_collection(db_url, embedder) -> str:
     return name
 
 
+def plans_of(conn, statement: str, params) -> list[str]:
+    """The plans of every statement STATEMENT runs, nested ones included (auto_explain)."""
+    plans: list[str] = []
+    conn.execute("LOAD 'auto_explain'")
+    conn.execute("SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on;"
+                 " SET client_min_messages = log")
+    conn.add_notice_handler(lambda notice: plans.append(notice.message_primary))
+    conn.execute(statement, params).fetchall()
+    conn.execute("RESET client_min_messages; RESET auto_explain.log_min_duration")
+    return plans
+
+
 @contextmanager
 def scratch_database(db_url: str, name: str) -> Iterator[str]:
     """A new, empty database NAME on the test server (for migrations run down and up); its URL.

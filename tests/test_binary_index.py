@@ -16,7 +16,7 @@ from windowrag_pg.retrieve.retriever import Retriever
 from windowrag_pg.sources import iter_sources
 from windowrag_pg.store.collections import BINARY_SPREAD, CollectionError, collection_index_name, get_collection
 
-from .conftest import scratch_database
+from .conftest import plans_of, scratch_database
 
 QUERIES = ["Which information is confidential?", "How long do the obligations last after termination?",
            "return or destroy documents", "governing law and jurisdiction"]
@@ -122,6 +122,12 @@ def test_migration_0023_down_and_up_then_doctor_gives_the_old_index_three_levels
         assert conn.execute("SELECT id, embedding::text, tsv::text FROM windowrag.sentences ORDER BY id").fetchall() == rows
         assert "::bit(384)) bit_hamming_ops" in index_definition(conn, "levels")  # kept as it was
         assert conn.execute(top, [vector]).fetchall() == exact
+        # and still read through it: the live dense_search passes the centre as a parameter (0024)
+        conn.execute("SET enable_sort = off")
+        index = collection_index_name(get_collection(conn, 'levels'))
+        plans = plans_of(conn, "SELECT * FROM windowrag.dense_search('levels', %s::vector, 5)", [vector])
+        assert any(f"Index Scan using {index}" in plan for plan in plans), plans
+        conn.execute("RESET enable_sort")
         monkeypatch.setattr(doctor, "SMALL_COLLECTION", 1)  # the advice is for large collections: any here
         [check] = [c for c in run_checks(conn) if c.name == advice]
         assert "one sign bit a dimension" in check.detail and check.ok

@@ -12,7 +12,7 @@ from windowrag_pg.ingest import Ingestor
 from windowrag_pg.sources import iter_sources
 from windowrag_pg.store.collections import collection_centre, get_collection, index_statistics
 
-from .conftest import scratch_database
+from .conftest import plans_of, scratch_database
 from .test_binary_index import EXACT, QUERIES, binary_collection, index_definition  # noqa: F401 (a fixture)
 
 
@@ -20,18 +20,6 @@ def embeddings(conn, name: str) -> np.ndarray:
     rows = conn.execute("SELECT s.embedding::vector::real[] FROM windowrag.sentences s JOIN windowrag.collections c"
                         " ON c.id = s.collection_id WHERE c.name = %s", [name]).fetchall()
     return np.asarray([r[0] for r in rows], dtype=np.float32)
-
-
-def plans_of(conn, statement: str, params) -> list[str]:
-    """The plans of every statement STATEMENT runs, nested ones included (auto_explain)."""
-    plans: list[str] = []
-    conn.execute("LOAD 'auto_explain'")
-    conn.execute("SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on;"
-                 " SET client_min_messages = log")
-    conn.add_notice_handler(lambda notice: plans.append(notice.message_primary))
-    conn.execute(statement, params).fetchall()
-    conn.execute("RESET client_min_messages; RESET auto_explain.log_min_duration")
-    return plans
 
 
 @pytest.fixture(scope="module")
