@@ -218,7 +218,9 @@ def test_a_bulk_batch_that_fails_is_written_again_one_by_one_and_only_the_failin
     assert ingestor.ingest(small_docs(3)).added == 3
     before = conn.execute(ROWS, [collection_name]).fetchall()
     changed = SourceDocument(external_id="d1", format="text", text="A second version of document one. Two sentences.")
-    conn.execute("SET lock_timeout = '300ms'")
+    # over deadlock_timeout (1 s): the index build after the batch may wait for an autovacuum of
+    # the sentences, which PostgreSQL cancels only once a lock request has waited that long
+    conn.execute("SET lock_timeout = '1500ms'")
     with connect(db_url) as other:
         other.execute("SELECT 1 FROM windowrag.documents d JOIN windowrag.collections c ON c.id = d.collection_id"
                       " WHERE c.name = %s AND d.external_id = 'd1' FOR UPDATE OF d", [collection_name])
