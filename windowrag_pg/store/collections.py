@@ -174,8 +174,9 @@ def index_key(value: sql.Composable, dimension: int, *, vector_index: str = "hal
     """VALUE (a halfvec) as the collection's HNSW index keys it. halfvec: vector_expression. binary:
     the sign bits of VALUE (migration 0012), of VALUE minus CENTRE (0022), or with a SPREAD (0023)
     three bits a dimension: whether the centred value is above -SPREAD, 0 and +SPREAD. The planner
-    serves a query by the index only when the query writes the same expression, literals
-    included: windowrag.dense_search writes it the same way."""
+    serves a query by the index only when the query's expression is the same once constants are
+    folded: windowrag.dense_search writes it the same way, with the centre and spread as
+    parameters of its one-shot plan (migration 0024) instead of these literals."""
     if vector_index != "binary":
         return vector_expression(value, dimension, centre)
     d = sql.Literal(dimension)
