@@ -104,7 +104,8 @@ def test_cli_states_and_enforces_the_limits(db_url, small, capsys):
 
     for option, name, value in [("--candidates", "candidates", 5000), ("--max-sentences", "max_sentences", 20_000),
                                 ("--rerank-candidates", "rerank_candidates", 0), ("--window", "window", 1000),
-                                ("--k", "k", 10_000), ("--token-budget", "token_budget", 100_001)]:
+                                ("--k", "k", 10_000), ("--token-budget", "token_budget", 100_001),
+                                ("--ef-search", "ef_search", 1001)]:
         code, err = run(option, str(value), *(["--rerank"] if name.startswith("rerank") else []))
         assert code == 1 and f"limit {name}" in err and "Traceback" not in err, (option, err)
     with pytest.raises(SystemExit):
@@ -116,6 +117,7 @@ def test_cli_states_and_enforces_the_limits(db_url, small, capsys):
     assert code == 0 and "contexts for k=1000: the best 2 sentences of each list made no more windows" in err
     code, err = run("--k", "1000", "--window", "0", "--selection", "windows")  # every sentence was a candidate: nothing more to say
     assert code == 0 and "note" not in err
+    assert run("--ef-search", "400")[0] == 0
 
 
 def test_returned_tokens_are_capped_and_the_trace_says_so(conn, small, embedder, monkeypatch):
