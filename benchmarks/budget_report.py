@@ -107,7 +107,9 @@ before), at load 1.6 just after a CI run; the fixed windows 24.9 ms in the same 
 cross-encoder check of abstention (load 1.0): p50 39.2 ms, p95 62.0; the check ran on 22 of the
 200 questions (these rows are noisy copies of SQuAD and handbook sentences, so more questions
 fall in the band than on squad-dev's 4%), 18.0 ms p50 / 32.6 p95 each; the fixed windows 18.5 ms
-in the same run. The evaluation numbers are
+in the same run. At migration 0024 (the index centred on the rows, load 1.2; 2026-11-25): p50 33.5
+ms, p95 54.0 (embed 9.3, SQL 14.2, selection 6.9; the check on 21 of the 200, 19.5 ms p50 each),
+the fixed windows 17.7 ms. The evaluation numbers are
 unchanged by 0016 (squad-dev 1,000 questions at 700 tokens, contractnli-dev at 1,200: every
 metric equal).
 """
@@ -183,7 +185,13 @@ SQuAD at 700 −0.005 to +0.003, contracts at 1,200 −0.025 to +0.002); the cro
 10 or 15 most valuable sentences, read alone, folded into their values (geometric mean, a
 linear mix, a logit sum; every query re-scored, 100–250 ms a query): −0.006 to +0.005 on SQuAD at
 700 tokens, −0.020 to +0.004 on the contracts at 1,200 — a sentence alone tells the
-cross-encoder too little to rank better than the values (the `--rerank` path scores whole runs).
+cross-encoder too little to rank better than the values (the `--rerank` path scores whole runs);
+contextual embeddings (2026-11-25: each candidate's ±1 window text, or its previous sentence with
+it, embedded whole by the same BGE-small, the cosine's gap to the query's best as a 16th feature,
+the same two-fold split): SQuAD +0.003 / +0.004 / +0.004 at 256 / 700 / 1,200 tokens (0.953 →
+0.956 at 700), contracts +0.005 / +0.001 / −0.002 at 512 / 1,200 / 1,536 — for a second vector of
+every sentence (776 B, and ~3.4× the embedding time at ingest: 41 windows/s here against ~140
+sentences/s); not kept.
 Of the 47 SQuAD questions the default misses at 700 tokens (without abstention), 11 have no candidate holding the
 answer and 34 hold it in a sentence ranked below the fifth (median rank 30). The candidates
 hold the evidence (99.0% of SQuAD answers, 99.6% of contract evidence characters); the ranking
