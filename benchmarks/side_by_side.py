@@ -144,6 +144,7 @@ def real_documents(args, embedder) -> tuple[list, list[str], np.ndarray, float]:
     if args.contractnli_every:
         corpora.append((f"contractnli_every{args.contractnli_every}", q.EVAL / "contractnli-dev" / "documents.jsonl",
                         args.contractnli_every))
+    corpora += [(f"more_{path.stem}", path, 1) for path in args.more_documents]
     documents, texts, vectors, split_seconds = [], [], [], 0.0
     for name, path, every in corpora:
         unit_texts, unit_vectors = q.cached_units(name, path, every, embedder)
@@ -504,6 +505,9 @@ def main() -> None:
     # Every real document by default: mostly-real rows at 100k (57,312 real units, the rest copies).
     parser.add_argument("--handbook-every", type=int, default=1, help="handbook pages used: every N-th (0: none)")
     parser.add_argument("--contractnli-every", type=int, default=1, help="ContractNLI contracts: every N-th (0: none)")
+    parser.add_argument("--more-documents", type=Path, action="append", default=[], metavar="JSONL",
+                        help="more real documents (eval format) after those, before any copy: e.g. the man pages "
+                             "of benchmarks/man_pages_corpus.py, for rows that are all distinct text")
     parser.add_argument("--keep-servers", action="store_true", help="leave both servers running at the end")
     parser.add_argument("--vector-index", choices=("halfvec", "binary"), default="halfvec",
                         help="the windowrag collection's vector index (the bare reference is always halfvec)")
@@ -589,7 +593,8 @@ def main() -> None:
         f"- machine: {os.cpu_count()} cores, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.1f} GiB RAM",
         *[f"- load {when}: `{value}`" for when, value in loads.items()],
         f"- rows: {n:,} sentences in {len(bulk.documents):,} documents (whole real documents; {len(base):,} real "
-        f"units, the rest noisy copies, sigma {args.noise}, seed {args.seed}); incremental sample "
+        f"units{''.join(f', with {path}' for path in args.more_documents)}; "
+        f"{int(np.sum(bulk.source != np.arange(n))):,} rows are noisy copies, sigma {args.noise}, seed {args.seed}); incremental sample "
         f"{len(extra.source):,} sentences in {len(extra.documents):,} documents",
         f"- windowrag collection's vector index: {args.vector_index}",
         f"- BM25 sums: {f'in C (windowrag_native {native})' if native else 'in SQL (windowrag_native not installed)'}",
