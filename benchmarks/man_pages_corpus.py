@@ -1,6 +1,6 @@
 """Real English documents beyond the eval sets: this machine's man pages, as eval-format JSON lines.
 
-    python benchmarks/man_pages_corpus.py --pages 700 --out benchmarks/out/man_pages.jsonl
+    python benchmarks/man_pages_corpus.py --pages 1000
 
 The side-by-side benchmark reaches 100k sentences with noisy copies of the 57,312 real units of
 ../shared/eval (docs/performance.md); clusters of near-copies are a hard case for an HNSW graph.
@@ -38,7 +38,7 @@ def render(path: Path) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pages", type=int, default=700, help="pages to render (every k-th of the sorted list)")
+    parser.add_argument("--pages", type=int, default=1000, help="pages to render (every k-th of the sorted list)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out" / "man_pages.jsonl")
     args = parser.parse_args()
     files = man_files(MAN_ROOT)

@@ -630,8 +630,8 @@ def main() -> None:
         "|---:|---:|---:|---:|---:|",
         *[f"| {ef} | {a:.4f} | {b:.4f} | {c:.4f} | {d:.4f} |" for ef, (a, b, c, d) in recalls.items()],
         "", "(Distinct sentences: the share of the real sentences among the exact top 5 of which the search "
-        "returned some copy; the rows are noisy copies of the same sentences, so the exact top 5 is often "
-        "several near-equal copies of one.)",
+        "returned some copy; where rows are noisy copies of the same sentences, the exact top 5 is often "
+        "several near-equal copies of one; with no copy the two columns are the same.)",
         "", "### Against the issue's targets", "", "| target | measured | |", "|---|---:|---|",
         f"| bulk ingest ≤ {TARGETS['ingest']}× bare COPY + index | {wr_total / bare_total:.2f}× | "
         f"{verdict(wr_total / bare_total, TARGETS['ingest'])} |",
