@@ -191,7 +191,13 @@ it, embedded whole by the same BGE-small, the cosine's gap to the query's best a
 the same two-fold split): SQuAD +0.003 / +0.004 / +0.004 at 256 / 700 / 1,200 tokens (0.953 →
 0.956 at 700), contracts +0.005 / +0.001 / −0.002 at 512 / 1,200 / 1,536 — for a second vector of
 every sentence (776 B, and ~3.4× the embedding time at ingest: 41 windows/s here against ~140
-sentences/s); not kept.
+sentences/s); not kept; cosines read other ways (2026-11-25, the same split): between the centred
+vectors (the collection's mean vector taken off both sides, as the vector index does), against
+the query embedded without BGE's instruction, and each sentence's closeness to the collection's
+mean (how generic it is), as a 16th feature each or all three: SQuAD within +0.002 at 256 / 700 /
+1,200 tokens, contracts −0.002 to +0.006 (0.939 → 0.944 at 1,200 with all three); not kept. Fed
+the evidence labels instead of the values, the same selection over the same candidates reaches
+0.989 on SQuAD at 700 tokens and 0.997 on the contracts at 1,200.
 Of the 47 SQuAD questions the default misses at 700 tokens (without abstention), 11 have no candidate holding the
 answer and 34 hold it in a sentence ranked below the fifth (median rank 30). The candidates
 hold the evidence (99.0% of SQuAD answers, 99.6% of contract evidence characters); the ranking
