@@ -195,7 +195,14 @@ sentences/s); not kept; cosines read other ways (2026-11-25, the same split): be
 vectors (the collection's mean vector taken off both sides, as the vector index does), against
 the query embedded without BGE's instruction, and each sentence's closeness to the collection's
 mean (how generic it is), as a 16th feature each or all three: SQuAD within +0.002 at 256 / 700 /
-1,200 tokens, contracts −0.002 to +0.006 (0.939 → 0.944 at 1,200 with all three); not kept. Fed
+1,200 tokens, contracts −0.002 to +0.006 (0.939 → 0.944 at 1,200 with all three); not kept. A
+learned similarity (the 384 products of the query's and the sentence's vector components, each
+relative to the query's candidates, as 384 more features) is a warning: with the folds split by
+question it lifted the contracts from 0.939 to 0.963 at 1,200 tokens (0.804 → 0.883 at 512;
+SQuAD −0.001), but ContractNLI asks the same 17 hypotheses of every contract, so both folds held
+every hypothesis; with the folds split by hypothesis (and SQuAD by article) it lost 0.010 on the
+contracts and 0.012 on SQuAD at the target budgets. It had learnt the 17 hypotheses, not what
+evidence looks like; the value model keeps features that do not name a query. Fed
 the evidence labels instead of the values, the same selection over the same candidates reaches
 0.989 on SQuAD at 700 tokens and 0.997 on the contracts at 1,200.
 Of the 47 SQuAD questions the default misses at 700 tokens (without abstention), 11 have no candidate holding the
