@@ -8,8 +8,9 @@ These pages give it distinct real sentences instead (`side_by_side.py --more-doc
 recall can be read on rows that are all different text. Every page of sections 1, 5, 7 and 8 of
 /usr/share/man (English only), sorted by path, then every k-th to --pages; each rendered by man(1)
 at a wide line (so that paragraphs are single lines, not hard-wrapped), overstrikes removed by
-col(1), the header and footer lines dropped, pages shorter than 2,000 characters or repeating a page already taken left out. The file
-is not part of the repository (technical prose, not the eval sets' kinds: a measurement aid).
+col(1), the header and footer lines dropped; pages shorter than 2,000 characters, or repeating a
+page already taken, are left out. The file stays out of the repository (benchmarks/out/): technical
+prose, not the eval sets' kinds, a measurement aid only.
 """
 from __future__ import annotations
 

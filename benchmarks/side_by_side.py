@@ -13,7 +13,9 @@ How (the report goes to benchmarks/out/side_by_side_<N>.md, git-ignored):
    passes after the first are copies in a new seeded document order, with external_id
    "<id>#copy<pass>", the same text, and noisy vectors (query.py's make_vectors: N(0, sigma^2) per
    component, re-normalised). Whole documents only: the rows are the first documents reaching
-   --size sentences (up to one document more; the report gives the exact count). The next
+   --size sentences (up to one document more; the report gives the exact count); --more-documents
+   adds real documents (eval format, e.g. benchmarks/man_pages_corpus.py) to the first pass, so
+   that 100k rows can all be distinct text. The next
    documents reaching --incremental-sample sentences are kept for step 6.
 2. Two fresh embedded servers (--home/windowrag, --home/bare) with query.py's server settings.
    windowrag-pg: `Ingestor(bulk=True)` from the library, migrated to head by it as usual, with an
