@@ -46,7 +46,6 @@ from psycopg import sql  # noqa: E402
 
 from windowrag_pg.db.connection import connect  # noqa: E402
 from windowrag_pg.db.embedded import start_embedded, stop_embedded  # noqa: E402
-from windowrag_pg.db.sqlfiles import load_sql  # noqa: E402
 from windowrag_pg.embed import get_embedder  # noqa: E402
 from windowrag_pg.ingest import parse_source  # noqa: E402
 from windowrag_pg.store.collections import build_collection_index, collection_index_name, get_collection  # noqa: E402
@@ -305,10 +304,9 @@ def build_collection(conn, name: str, texts: list[str], tokens: list[int], sourc
     return info
 
 
-def build_hnsw(conn, cid: int) -> tuple[float, int]:
+def build_hnsw(conn, name: str) -> tuple[float, int]:
     """The collection's vector index built as the library builds it after a bulk load (its BM25
     postings packed first, the index centred on the rows): seconds of both, and the index's bytes."""
-    name = conn.execute("SELECT name FROM windowrag.collections WHERE id = %s", [cid]).fetchone()[0]
     collection = get_collection(conn, name)
     started = time.perf_counter()
     build_collection_index(conn, collection)
@@ -551,39 +549,16 @@ def explain(conn, statement: str, keep: int = 40) -> str:
     return "\n".join(lines)
 
 
-
-def bm25_inner_statement(cid: int, n_sent: int, avgdl: float, lexemes_sql: str) -> str:
-    """The unfiltered RETURN QUERY of windowrag.bm25_search, taken from sql/functions.sql, with the
-    plpgsql variables replaced by this collection's constants, so EXPLAIN shows what it runs."""
-    text = load_sql("functions")
-    body = text[text.index("CREATE OR REPLACE FUNCTION windowrag.bm25_search("):]
-    body = body[body.index("RETURN QUERY") + len("RETURN QUERY"): body.index("    ELSE\n")]
-    body = re.sub(r"\s*--[^\n]*", "", body).strip().rstrip(";")
-    for name, value in (("per_term_limit", "2000"), ("shortlist_size", "NULL::integer"), ("avg_length", repr(avgdl)),
-                        ("n_sentences", str(n_sent)), ("cid", str(cid)), ("k1", "1.2"), ("b", "0.75"), ("n", "50"),
-                        ("lexemes", lexemes_sql)):
-        body = re.sub(rf"(?<![\w.]){name}(?![\w(])", value, body)
-    return body
-
-
 def explain_section(conn, name: str, cid: int, query: str, qvec: np.ndarray, pgdata: Path) -> list[str]:
     lexemes = conn.execute("SELECT windowrag.query_lexemes('english', %s)", [query]).fetchone()[0]
     n_sent, avgdl = conn.execute("SELECT n_sentences, total_length::float8 / n_sentences FROM windowrag.bm25_stats "
                                  "WHERE collection_id = %s", [cid]).fetchone()
-    lex = "ARRAY[" + ",".join("'" + x.replace("'", "''") + "'" for x in lexemes) + "]::text[]"
     vec = vector_literal(qvec)
     docs = [r[0] for r in conn.execute("SELECT id FROM windowrag.documents WHERE collection_id = %s ORDER BY id "
                                        "LIMIT 20", [cid]).fetchall()]
     doc_arr = "ARRAY[" + ",".join(map(str, docs)) + "]::bigint[]"
     out = [f"Query: `{query}` → lexemes {lexemes}; collection {name} (id {cid}), N = {n_sent}, "
            f"avgdl = {avgdl:.3f}.", ""]
-    conn.execute("SET hnsw.ef_search = 100")
-    dense = f"""SELECT x.id, x.distance FROM (
-  SELECT s.id, (s.embedding::halfvec({DIM}) <=> '{vec}'::halfvec({DIM}))::float8 AS distance
-  FROM windowrag.sentences s WHERE s.collection_id = {cid}
-  ORDER BY s.embedding::halfvec({DIM}) <=> '{vec}'::halfvec({DIM}) LIMIT 50) x ORDER BY x.distance, x.id"""
-    # the BM25 function's own inner statement, with its variables as constants (text from sql/functions.sql)
-    bm25 = bm25_inner_statement(cid, n_sent, avgdl, lex)
     gin = f"""SELECT s.id FROM windowrag.sentences s
 WHERE s.collection_id = {cid} AND s.document_id = ANY ({doc_arr})
   AND s.tsv @@ replace(plainto_tsquery('english', '{query.replace("'", "''")}')::text, ' & ', ' | ')::tsquery"""
@@ -597,9 +572,9 @@ FROM windowrag.documents d
 JOIN windowrag.sentences a ON a.document_id = d.id AND a.ordinal = 7
 JOIN windowrag.sentences z ON z.document_id = d.id AND z.ordinal = 13
 WHERE d.id = {docs[0]}"""
-    for title, statement in (("dense (inner statement of windowrag.dense_search, ef_search = 100): HNSW", dense),
-                             ("BM25 unfiltered branch (inner statement of windowrag.bm25_search)", bm25),
-                             ("BM25 filtered branch, matching sentences (GIN on tsv)", gin),
+    # dense_search and bm25_search build their statements at run time (the index's centre, BM25 in
+    # C): their plans are the auto_explain of search_windows below, not copies of their text here
+    for title, statement in (("BM25 filtered branch, matching sentences (GIN on tsv)", gin),
                              ("search_windows: fused hits joined to sentences/sections/documents (btree PKs)",
                               windows),
                              ("search_windows: window text bounds (btree sentences_document_ordinal)", ordinal)):
@@ -703,10 +678,10 @@ def main() -> None:
             log(f"{name}: loading {size} rows; load: {uptime()}")
             info = build_collection(conn, name, texts, tokens, source, vectors, args.batch)
             cid = collection_row(conn, name)[0]
-        index_name = f"windowrag.sentences_embedding_hnsw_c{cid}"
+        index_name = f"windowrag.{collection_index_name(get_collection(conn, name))}"
         if conn.execute("SELECT to_regclass(%s)", [index_name]).fetchone()[0] is None:
             log(f"{name}: building HNSW; load: {uptime()}")
-            hnsw_seconds, hnsw_bytes = build_hnsw(conn, cid)
+            hnsw_seconds, hnsw_bytes = build_hnsw(conn, name)
             log(f"{name}: HNSW built in {hnsw_seconds:.0f} s")
         else:
             hnsw_seconds, hnsw_bytes = None, conn.execute("SELECT pg_relation_size(%s::regclass)",
