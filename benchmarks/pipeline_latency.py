@@ -46,7 +46,7 @@ def main() -> int:
     if bench.collection_row(conn, name) is None:
         source, noisy = bench.make_vectors(base, args.size, 0.015, args.seed + args.size)
         bench.build_collection(conn, name, texts, embedder.count_tokens(texts), source, noisy, 10_000)
-        bench.build_hnsw(conn, bench.collection_row(conn, name)[0])
+        bench.build_hnsw(conn, name)
     queries, _ = bench.load_queries(embedder, args.queries + args.warmup, args.seed)
     pipeline = Pipeline(conn, collection=name, embedder=embedder)
     runs = {"segments (default)": {}, "windows (window 3)": {"selection": "windows"}}
