@@ -1,4 +1,5 @@
-"""Initial schema: collections, documents, sections, sentences and BM25 statistics (sql/schema.sql).
+"""Initial schema: collections, documents, sections, sentences and BM25 statistics (0001_schema.sql,
+frozen beside this file).
 
 Revision ID: 0001
 Revises:
@@ -9,7 +10,7 @@ only when confirmed (windowrag_pg/db/data_loss.py) and says what it deletes.
 from alembic import op
 
 from windowrag_pg.db.data_loss import guard_data_loss
-from windowrag_pg.db.sqlfiles import load_sql
+from windowrag_pg.db.sqlfiles import load_frozen_sql, load_sql
 
 revision = "0001"
 down_revision = None
@@ -18,7 +19,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.execute(load_sql("schema"))
+    op.execute(load_frozen_sql("0001_schema"))
 
 
 def downgrade() -> None:

@@ -1,4 +1,6 @@
--- windowrag schema, version 0001 (applied by migrations/versions/0001_initial.py).
+-- windowrag schema, version 0001, as migrations/versions/0001_initial.py applies it (frozen
+-- here beside it: later migrations changed the tables, and bm25_after_insert / bm25_after_delete
+-- are live in sql/functions.sql since; windowrag_pg/db/models.py describes the tables at head).
 -- Everything lives in the schema "windowrag", beside the users' own tables.
 -- Character ranges: start_char/end_char, 0-based, end exclusive, in characters of documents.text.
 
