@@ -4,7 +4,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from windowrag_pg.db.models import Base
+from windowrag_pg.db.models import Base, include_name
 
 VERSION_TABLE_SCHEMA = "windowrag"
 config = context.config
@@ -17,6 +17,7 @@ def _run(connection) -> None:
         target_metadata=Base.metadata,
         version_table_schema=VERSION_TABLE_SCHEMA,
         include_schemas=True,
+        include_name=include_name,
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -1,6 +1,11 @@
-"""SQLAlchemy 2 models of the windowrag schema, for Alembic (autogenerate diffs) and for users
-who query the tables from SQLAlchemy. The library itself talks to Postgres through psycopg and
-the SQL in sql/*.sql; the DDL of record is sql/schema.sql, applied by the migrations.
+"""SQLAlchemy 2 models of the windowrag schema at the head migration, for Alembic (autogenerate
+diffs) and for users who query the tables from SQLAlchemy. The library itself talks to Postgres
+through psycopg and the SQL in sql/*.sql; the DDL of record is the migrations
+(migrations/versions/, from 0001_schema.sql on). tests/test_models.py checks that autogenerate
+finds nothing between these models and a database migrated to head: a migration that changes
+a table changes its model too. Not modelled: row-level security, triggers, check constraints
+(Alembic does not compare them) and each collection's own vector index (store/collections.py
+builds it at run time; ``include_name`` keeps autogenerate from proposing to drop it).
 """
 from __future__ import annotations
 
@@ -8,12 +13,27 @@ from datetime import datetime
 
 from pgvector.sqlalchemy import HALFVEC
 from sqlalchemy import (
-    BigInteger, Boolean, DateTime, ForeignKey, Integer, REAL, SmallInteger, Text, UniqueConstraint,
+    BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, REAL, SmallInteger, String, Text, UniqueConstraint,
+    literal_column, text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REGCONFIG, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from ..store.collections import COLLECTION_INDEX_PREFIX
+
 SCHEMA = "windowrag"
+
+
+def include_name(name: str | None, type_: str, parent_names: dict) -> bool:
+    """Alembic's filter for autogenerate: the windowrag schema, without Alembic's own version
+    table and the per-collection vector indexes, which no migration creates."""
+    if type_ == "schema":
+        return name == SCHEMA
+    if type_ == "table":
+        return name != "alembic_version"
+    if type_ == "index":
+        return not (name or "").startswith(COLLECTION_INDEX_PREFIX)
+    return True
 
 
 class Base(DeclarativeBase):
@@ -22,7 +42,7 @@ class Base(DeclarativeBase):
 
 class Collection(Base):
     __tablename__ = "collections"
-    __table_args__ = {"schema": SCHEMA}
+    __table_args__ = (Index("collections_tenant", "tenant"), {"schema": SCHEMA})
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(Text, unique=True)
     embedding_model: Mapped[str] = mapped_column(Text)
@@ -37,11 +57,25 @@ class Collection(Base):
     # a binary index's outer threshold offsets around the centre (0023); NULL: one bit a dimension
     vector_spread = mapped_column(HALFVEC(), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # who may see the collection (0003, docs/tenancy.md): row-level security reads it
+    tenant: Mapped[str] = mapped_column(Text, server_default=text("'default'"))
+
+
+class TenantRole(Base):
+    """The database roles of each tenant (0003): current_tenants() reads it."""
+    __tablename__ = "tenant_roles"
+    __table_args__ = (Index("tenant_roles_role", "role_name"), {"schema": SCHEMA})
+    tenant: Mapped[str] = mapped_column(Text, primary_key=True)
+    role_name: Mapped[str] = mapped_column(String, primary_key=True)  # PostgreSQL type name
 
 
 class Document(Base):
     __tablename__ = "documents"
-    __table_args__ = (UniqueConstraint("collection_id", "external_id"), {"schema": SCHEMA})
+    __table_args__ = (
+        UniqueConstraint("collection_id", "external_id"),
+        Index("documents_metadata_gin", "metadata", postgresql_using="gin", postgresql_ops={"metadata": "jsonb_path_ops"}),
+        {"schema": SCHEMA},
+    )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     collection_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.collections.id", ondelete="CASCADE"))
     external_id: Mapped[str] = mapped_column(Text)
@@ -68,11 +102,18 @@ class Section(Base):
     end_char: Mapped[int] = mapped_column(Integer)
     first_sentence: Mapped[int | None] = mapped_column(Integer)
     last_sentence: Mapped[int | None] = mapped_column(Integer)
+    collection_id: Mapped[int] = mapped_column(Integer)  # set from the document by a trigger (0003)
 
 
 class Sentence(Base):
     __tablename__ = "sentences"
-    __table_args__ = {"schema": SCHEMA}
+    __table_args__ = (
+        Index("sentences_document_ordinal", "document_id", "ordinal", unique=True),
+        Index("sentences_section_ordinal", "section_id", "ordinal"),
+        Index("sentences_tsv_gin", "tsv", postgresql_using="gin"),
+        Index("sentences_collection", "collection_id"),
+        {"schema": SCHEMA},
+    )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     collection_id: Mapped[int] = mapped_column(Integer)
     document_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.documents.id", ondelete="CASCADE"))
@@ -89,8 +130,8 @@ class Sentence(Base):
     page: Mapped[int | None] = mapped_column(Integer)
     # halfvec of the collection's dimension (migration 0010); no fixed dimension in the column,
     # each collection's HNSW index is on embedding::halfvec(dim)
-    embedding = mapped_column(HALFVEC())
-    tsv = mapped_column(TSVECTOR)
+    embedding = mapped_column(HALFVEC(), nullable=False)
+    tsv = mapped_column(TSVECTOR, nullable=False)
     bm25_length: Mapped[int] = mapped_column(Integer)
 
 
@@ -120,7 +161,11 @@ class Bm25Term(Base):
 
 class Bm25Posting(Base):
     __tablename__ = "bm25_postings"
-    __table_args__ = {"schema": SCHEMA}
+    __table_args__ = (
+        Index("bm25_postings_impact", "collection_id", "lexeme", literal_column("impact").desc(),
+              postgresql_include=["sentence_id", "tf", "doc_length"]),
+        {"schema": SCHEMA},
+    )
     collection_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
     sentence_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
@@ -139,6 +184,6 @@ class Bm25Block(Base):
     lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
     block: Mapped[int] = mapped_column(Integer, primary_key=True)
     max_impact: Mapped[float] = mapped_column(REAL)
-    sentence_ids = mapped_column(ARRAY(BigInteger))
-    tfs = mapped_column(ARRAY(SmallInteger))
-    lengths = mapped_column(ARRAY(Integer))
+    sentence_ids = mapped_column(ARRAY(BigInteger), nullable=False)
+    tfs = mapped_column(ARRAY(SmallInteger), nullable=False)
+    lengths = mapped_column(ARRAY(Integer), nullable=False)

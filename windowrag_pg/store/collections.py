@@ -138,8 +138,11 @@ def _create_collection(conn: psycopg.Connection, name: str, values: list) -> Non
         ) from exc
 
 
+COLLECTION_INDEX_PREFIX = "sentences_embedding_hnsw_c"  # + the collection's id
+
+
 def collection_index_name(collection: Collection) -> str:
-    return f"sentences_embedding_hnsw_c{collection.id}"
+    return f"{COLLECTION_INDEX_PREFIX}{collection.id}"
 
 
 # The deferred HNSW build of a bulk load (and the repair of a missing or invalid index): at least
