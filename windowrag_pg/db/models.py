@@ -3,8 +3,9 @@ diffs) and for users who query the tables from SQLAlchemy. The library itself ta
 through psycopg and the SQL in sql/*.sql; the DDL of record is the migrations
 (migrations/versions/, from 0001_schema.sql on). tests/test_models.py checks that autogenerate
 finds nothing between these models and a database migrated to head: a migration that changes
-a table changes its model too. Not modelled: row-level security, triggers, check constraints
-(Alembic does not compare them) and each collection's own vector index (store/collections.py
+a table changes its model too, comments included (sql/comments.sql writes them; psql shows
+them). Not modelled: functions, row-level security, triggers, check constraints (Alembic does
+not compare them) and each collection's own vector index (store/collections.py
 builds it at run time; ``include_name`` keeps autogenerate from proposing to drop it).
 """
 from __future__ import annotations
@@ -42,7 +43,9 @@ class Base(DeclarativeBase):
 
 class Collection(Base):
     __tablename__ = "collections"
-    __table_args__ = (Index("collections_tenant", "tenant"), {"schema": SCHEMA})
+    __table_args__ = (Index("collections_tenant", "tenant"), {"schema": SCHEMA, "comment": (
+        "One row per collection: its embedding model and dimension, text search configuration, unit "
+        "(sentence or chunk), vector index kind and tenant.")})
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(Text, unique=True)
     embedding_model: Mapped[str] = mapped_column(Text)
@@ -64,7 +67,8 @@ class Collection(Base):
 class TenantRole(Base):
     """The database roles of each tenant (0003): current_tenants() reads it."""
     __tablename__ = "tenant_roles"
-    __table_args__ = (Index("tenant_roles_role", "role_name"), {"schema": SCHEMA})
+    __table_args__ = (Index("tenant_roles_role", "role_name"), {"schema": SCHEMA, "comment": (
+        "Which database roles belong to which tenant (docs/tenancy.md).")})
     tenant: Mapped[str] = mapped_column(Text, primary_key=True)
     role_name: Mapped[str] = mapped_column(String, primary_key=True)  # PostgreSQL type name
 
@@ -74,7 +78,9 @@ class Document(Base):
     __table_args__ = (
         UniqueConstraint("collection_id", "external_id"),
         Index("documents_metadata_gin", "metadata", postgresql_using="gin", postgresql_ops={"metadata": "jsonb_path_ops"}),
-        {"schema": SCHEMA},
+        {"schema": SCHEMA, "comment": (
+            "The documents of each collection with their whole text: every offset in sections and "
+            "sentences is into documents.text.")},
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     collection_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.collections.id", ondelete="CASCADE"))
@@ -92,7 +98,9 @@ class Document(Base):
 
 class Section(Base):
     __tablename__ = "sections"
-    __table_args__ = (UniqueConstraint("document_id", "ordinal"), {"schema": SCHEMA})
+    __table_args__ = (UniqueConstraint("document_id", "ordinal"), {"schema": SCHEMA, "comment": (
+        "The sections of each document (heading path, level, character range): windows never cross a "
+        "section.")})
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     document_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.documents.id", ondelete="CASCADE"))
     ordinal: Mapped[int] = mapped_column(Integer)
@@ -112,14 +120,19 @@ class Sentence(Base):
         Index("sentences_section_ordinal", "section_id", "ordinal"),
         Index("sentences_tsv_gin", "tsv", postgresql_using="gin"),
         Index("sentences_collection", "collection_id"),
-        {"schema": SCHEMA},
+        {"schema": SCHEMA, "comment": (
+            "One row per sentence (or chunk): its text, offsets, embedding (halfvec) and tsvector; "
+            "the HNSW index of each collection is a partial index on this table.")},
     )
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     collection_id: Mapped[int] = mapped_column(Integer)
     document_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.documents.id", ondelete="CASCADE"))
     section_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.sections.id", ondelete="CASCADE"))
-    ordinal: Mapped[int] = mapped_column(Integer)
-    start_char: Mapped[int] = mapped_column(Integer)
+    ordinal: Mapped[int] = mapped_column(Integer, comment=(
+        "Position of the sentence in its document, from 0; windows are ranges of ordinals."))
+    start_char: Mapped[int] = mapped_column(Integer, comment=(
+        "0-based offset into documents.text, end_char exclusive: substr(d.text, start_char + 1, "
+        "end_char - start_char) = text."))
     end_char: Mapped[int] = mapped_column(Integer)
     kind: Mapped[str] = mapped_column(Text)
     text: Mapped[str] = mapped_column(Text)
@@ -137,7 +150,9 @@ class Sentence(Base):
 
 class Bm25Stats(Base):
     __tablename__ = "bm25_stats"
-    __table_args__ = {"schema": SCHEMA}
+    __table_args__ = {"schema": SCHEMA, "comment": (
+        "Per collection: sentence count and total length (the BM25 average length), and the postings "
+        "packed, pending and stale.")}
     collection_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.collections.id", ondelete="CASCADE"), primary_key=True)
     n_sentences: Mapped[int] = mapped_column(BigInteger)
     total_length: Mapped[int] = mapped_column(BigInteger)
@@ -150,7 +165,9 @@ class Bm25Stats(Base):
 
 class Bm25Term(Base):
     __tablename__ = "bm25_terms"
-    __table_args__ = {"schema": SCHEMA}
+    __table_args__ = {"schema": SCHEMA, "comment": (
+        "Per collection and lexeme: its document frequency (df) and how many of those postings are "
+        "packed in bm25_blocks (packed_df; recent_df of them in the recent tier).")}
     collection_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
     df: Mapped[int] = mapped_column(Integer)
@@ -164,7 +181,9 @@ class Bm25Posting(Base):
     __table_args__ = (
         Index("bm25_postings_impact", "collection_id", "lexeme", literal_column("impact").desc(),
               postgresql_include=["sentence_id", "tf", "doc_length"]),
-        {"schema": SCHEMA},
+        {"schema": SCHEMA, "comment": (
+            "BM25 postings written since the last pack, a row each; bm25_pack_recent moves them into "
+            "bm25_blocks.")},
     )
     collection_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
@@ -178,7 +197,9 @@ class Bm25Block(Base):
     """A term's postings packed 128 to a row in impact order (migration 0011), each its sentence id,
     tf and sentence length (migration 0013: the exact BM25 weight at any average length)."""
     __tablename__ = "bm25_blocks"
-    __table_args__ = {"schema": SCHEMA}
+    __table_args__ = {"schema": SCHEMA, "comment": (
+        "BM25 postings packed 128 to a row per lexeme in impact order (sentence ids, tfs, lengths), "
+        "each block with its largest impact.")}
     collection_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.collections.id", ondelete="CASCADE"),
                                                primary_key=True)
     lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
