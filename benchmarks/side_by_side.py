@@ -480,13 +480,21 @@ def latency_lines(times: dict[str, list[float]]) -> list[str]:
     return lines
 
 
-def wide_ratio_lines(times: dict[str, list[float]], ef_search: int | None) -> list[str]:
-    """With --extra-ef-search: the hybrid statement against the bare one at that same ef_search."""
+def wide_ratio_lines(times: dict[str, list[float]], ef_search: int | None,
+                     recalls: dict[int, tuple[float, float, float, float]]) -> list[str]:
+    """With --extra-ef-search: the hybrid statement against the bare one at that same ef_search, and
+    the default hybrid statement against the bare one at that ef_search (with their recalls when
+    measured there: a comparison at nearer recall)."""
     if not ef_search:
         return []
     bare, hybrid = (times[label] for label in list(extra_statements(ef_search))[:2])
+    default = times["windowrag search_windows (hybrid + windows)"]
+    recall = (f" (dense recall@5 {recalls[EF_DEFAULT][0]:.3f} at ef_search {EF_DEFAULT} against the bare one's "
+              f"{recalls[ef_search][1]:.3f} at {ef_search})" if ef_search in recalls else "")
     return ["", f"At ef_search {ef_search} for both: hybrid + windows / bare dense + windows "
-            f"p50 {q.pct(hybrid, 50) / q.pct(bare, 50):.2f}×, p95 {q.pct(hybrid, 95) / q.pct(bare, 95):.2f}×."]
+            f"p50 {q.pct(hybrid, 50) / q.pct(bare, 50):.2f}×, p95 {q.pct(hybrid, 95) / q.pct(bare, 95):.2f}×.",
+            f"The default hybrid + windows (ef_search {EF_DEFAULT}) / bare dense + windows at ef_search {ef_search}: "
+            f"p50 {q.pct(default, 50) / q.pct(bare, 50):.2f}×, p95 {q.pct(default, 95) / q.pct(bare, 95):.2f}×{recall}."]
 
 
 def verdict(value: float, target: float) -> str:
@@ -625,7 +633,7 @@ def main() -> None:
         "", f"### Bytes per sentence (after VACUUM ANALYZE, / {n:,})", "", *byte_groups,
         f"| ratio | windowrag / bare | **{totals['windowrag-pg'] / totals['bare SQL']:.2f}×** |",
         "", "Every relation:", "", *byte_table,
-        "", "### Latency (ms)", "", *latency_lines(times), *wide_ratio_lines(times, args.extra_ef_search), "",
+        "", "### Latency (ms)", "", *latency_lines(times), *wide_ratio_lines(times, args.extra_ef_search, recalls), "",
         f"The bare statement's plan (one EXPLAIN ANALYZE, first measured query): {bare_plan}.",
         "", "### Recall@5 against exact (numpy, float32)", "",
         "| ef_search | windowrag dense_search | bare HNSW | windowrag, distinct sentences | bare, distinct sentences |",
