@@ -119,3 +119,15 @@ def test_a_metadata_only_change_updates_metadata_without_re_embedding(conn, coll
                               metadata=changed.metadata, text=DOCS[0].text)
     assert ingestor.ingest([retitled]).replaced == 1
     assert embedder.embedded == embedded + 5
+
+
+def test_a_window_the_default_selection_does_not_use_is_reported(db_url, conn, collection_name, embedder, capsys):
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(DOCS)
+    pipeline = Pipeline(conn, collection=collection_name, embedder=embedder)
+    assert pipeline.search("rotate keys").trace["notes"] == []
+    widened = pipeline.search("rotate keys", window=5)
+    assert widened.contexts and len(widened.trace["notes"]) == 1
+    assert "window=5 applies to selection 'windows' or 'value_windows'" in widened.trace["notes"][0]
+    assert pipeline.search("rotate keys", window=5, selection="windows").trace["notes"] == []
+    assert main(["--database-url", db_url, "query", "rotate keys", "--collection", collection_name, "--window", "1"]) == 0
+    assert "windowrag: note: window=1 applies to selection" in capsys.readouterr().err

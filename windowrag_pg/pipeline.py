@@ -40,6 +40,7 @@ from .segment.values import fold_reranker_scores
 # segments: budget-first (sentence values + RSE); windows: fixed merged windows from SQL;
 # value_windows: sentence values with fixed ±window windows, RSE off (for comparison)
 SELECTIONS = ("segments", "windows", "value_windows")
+DEFAULT_WINDOW = 3
 # without a token budget, segment selection still needs a bound for its table
 UNBOUNDED_BUDGET = 8192
 
@@ -69,7 +70,7 @@ class PipelineOptions:
     sentence_floor: float = 0.0
     # segments: how far (sentences) from a fused hit a sentence may be sent
     radius: int = 6
-    window: int = 3
+    window: int = DEFAULT_WINDOW  # sentences each side: selection 'windows' and 'value_windows' only
     mode: str = "hybrid"
     rerank: bool = False
     # windows retrieved for the cross-encoder, of which it scores those (in retrieval order, at
@@ -249,7 +250,7 @@ class Pipeline:
                           "last_ordinal": c.citation.last_ordinal, "tokens": c.token_count, "score": c.score}
                          for c in contexts],
             "timings_ms": {key.removesuffix("_ms"): round(value, 2) for key, value in timings.items()},
-            "notes": candidates.notes,  # what the caller should know: a filter matching nothing
+            "notes": candidates.notes + _ignored_window_notes(options),  # a filter matching nothing, ...
         }
         return PipelineResult(query=candidates.query, contexts=contexts, trace=trace, abstained=abstain is not None)
 
@@ -536,3 +537,12 @@ def _window_trace(window: _Window) -> dict[str, Any]:
     return {"rank": window.retrieval_rank, "document_id": c.document_id, "section_path": c.section_path,
             "first_ordinal": c.first_ordinal, "last_ordinal": c.last_ordinal, "rrf_score": c.score,
             "tokens": c.token_count, "merged_hits": len(c.hits), "hits": [asdict(h) for h in c.hits]}
+
+
+def _ignored_window_notes(options: PipelineOptions) -> list[str]:
+    """A window other than the default asked of the budget-first selection, which has none: say so
+    rather than ignore it silently."""
+    if options.selection != "segments" or options.window == DEFAULT_WINDOW:
+        return []
+    return [f"window={options.window} applies to selection 'windows' or 'value_windows'; the default "
+            "selection ('segments') sends the most valuable runs of sentences within token_budget"]
