@@ -121,7 +121,7 @@ def test_a_metadata_only_change_updates_metadata_without_re_embedding(conn, coll
     assert embedder.embedded == embedded + 5
 
 
-def test_a_window_the_default_selection_does_not_use_is_reported(db_url, conn, collection_name, embedder, capsys):
+def test_window_options_the_default_selection_does_not_use_are_reported(db_url, conn, collection_name, embedder, capsys):
     Ingestor(conn, collection=collection_name, embedder=embedder).ingest(DOCS)
     pipeline = Pipeline(conn, collection=collection_name, embedder=embedder)
     assert pipeline.search("rotate keys").trace["notes"] == []
@@ -129,5 +129,8 @@ def test_a_window_the_default_selection_does_not_use_is_reported(db_url, conn, c
     assert widened.contexts and len(widened.trace["notes"]) == 1
     assert "window=5 applies to selection 'windows' or 'value_windows'" in widened.trace["notes"][0]
     assert pipeline.search("rotate keys", window=5, selection="windows").trace["notes"] == []
+    both = pipeline.search("rotate keys", window=5, max_sentences=8)
+    assert [note.split(" applies")[0] for note in both.trace["notes"]] == ["window=5", "max_sentences=8"]
+    assert pipeline.search("rotate keys", max_sentences=8, selection="windows").trace["notes"] == []
     assert main(["--database-url", db_url, "query", "rotate keys", "--collection", collection_name, "--window", "1"]) == 0
     assert "windowrag: note: window=1 applies to selection" in capsys.readouterr().err

@@ -250,7 +250,7 @@ class Pipeline:
                           "last_ordinal": c.citation.last_ordinal, "tokens": c.token_count, "score": c.score}
                          for c in contexts],
             "timings_ms": {key.removesuffix("_ms"): round(value, 2) for key, value in timings.items()},
-            "notes": candidates.notes + _ignored_window_notes(options),  # a filter matching nothing, ...
+            "notes": candidates.notes + _ignored_option_notes(options),  # a filter matching nothing, ...
         }
         return PipelineResult(query=candidates.query, contexts=contexts, trace=trace, abstained=abstain is not None)
 
@@ -539,10 +539,14 @@ def _window_trace(window: _Window) -> dict[str, Any]:
             "tokens": c.token_count, "merged_hits": len(c.hits), "hits": [asdict(h) for h in c.hits]}
 
 
-def _ignored_window_notes(options: PipelineOptions) -> list[str]:
-    """A window other than the default asked of the budget-first selection, which has none: say so
-    rather than ignore it silently."""
-    if options.selection != "segments" or options.window == DEFAULT_WINDOW:
-        return []
-    return [f"window={options.window} applies to selection 'windows' or 'value_windows'; the default "
-            "selection ('segments') sends the most valuable runs of sentences within token_budget"]
+def _ignored_option_notes(options: PipelineOptions) -> list[str]:
+    """Options of the fixed windows asked of a selection that does not use them (this path serves
+    'segments' and 'value_windows'): say so rather than ignore them silently."""
+    notes = []
+    if options.selection == "segments" and options.window != DEFAULT_WINDOW:
+        notes.append(f"window={options.window} applies to selection 'windows' or 'value_windows'; the default "
+                     "selection ('segments') sends the most valuable runs of sentences within token_budget")
+    if options.max_sentences is not None:
+        notes.append(f"max_sentences={options.max_sentences} applies to selection 'windows'; selection "
+                     f"{options.selection!r} is held by token_budget")
+    return notes
