@@ -134,3 +134,16 @@ def test_window_options_the_default_selection_does_not_use_are_reported(db_url, 
     assert pipeline.search("rotate keys", max_sentences=8, selection="windows").trace["notes"] == []
     assert main(["--database-url", db_url, "query", "rotate keys", "--collection", collection_name, "--window", "1"]) == 0
     assert "windowrag: note: window=1 applies to selection" in capsys.readouterr().err
+
+
+def test_naming_a_reranker_turns_reranking_on(db_url, conn, collection_name, embedder, capsys):
+    from windowrag_pg.rerank import DEFAULT_RERANKER_MODEL_ID
+
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(DOCS)
+    base = ["--database-url", db_url, "query", "rotate keys", "--collection", collection_name, "--json"]
+    traces = {}
+    for extra in ([], ["--reranker", DEFAULT_RERANKER_MODEL_ID], ["--reranker", DEFAULT_RERANKER_MODEL_ID, "--no-rerank"]):
+        assert main([*base, *extra]) == 0
+        traces[len(extra)] = json.loads(capsys.readouterr().out)["trace"]
+    assert traces[0]["rerank"] is None and traces[3]["rerank"] is None
+    assert traces[2]["rerank"] is not None and traces[2]["options"]["rerank"] is True

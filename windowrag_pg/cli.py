@@ -119,7 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="metadata.KEY=V, document_id=ID, source=S; also >=, <=, >, <")
     p.add_argument("--collection", default=DEFAULT_COLLECTION)
     p.add_argument("--embedder", default=None)
-    p.add_argument("--reranker", default=None)
+    p.add_argument("--reranker", default=None,
+                   help="the cross-encoder of --rerank (default: offline ONNX ms-marco MiniLM-L12; or a Hugging Face "
+                        "name); naming one turns --rerank on unless --no-rerank is given")
     p.add_argument("--json", action="store_true", help="print JSON (with the trace under \"trace\")")
     p.add_argument("--explain", action="store_true", help="print every stage's decisions")
     p.set_defaults(handler=cmd_query)
@@ -280,7 +282,8 @@ def cmd_query(args) -> int:
     options = PipelineOptions(
         k=args.k, window=args.window, mode=args.mode, candidates=args.candidates, clamp=args.clamp,
         ef_search=_given(args.ef_search, defaults.ef_search),
-        rerank=defaults.rerank if args.rerank is None else args.rerank,
+        # a reranker named is one the user wants used
+        rerank=(bool(args.reranker) or defaults.rerank) if args.rerank is None else args.rerank,
         rerank_candidates=_given(args.rerank_candidates, defaults.rerank_candidates),
         rerank_tokens=_given(args.rerank_tokens, defaults.rerank_tokens),
         rerank_token_budget=_given(args.rerank_token_budget, defaults.rerank_token_budget),
