@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import query as q  # noqa: E402  benchmarks/query.py: real units, vectors, bulk loader
 
 from windowrag_pg.db import connection as db  # noqa: E402
-from windowrag_pg.db.embedded import start_embedded, stop_embedded  # noqa: E402
+from windowrag_pg.db.embedded import stop_embedded  # noqa: E402
 from windowrag_pg.embed import get_embedder  # noqa: E402
 
 NAME = "halfvec_bench"

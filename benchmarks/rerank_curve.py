@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 from pathlib import Path
 
@@ -99,7 +98,7 @@ def run(args, step: str) -> None:
 
 def report(args) -> None:
     lines = ["# Rerank stage: recall and latency against R and tokens read", "",
-             f"`python benchmarks/rerank_curve.py` — rerank_R<R>_T<T>: R windows reranked, each read up to T "
+             "`python benchmarks/rerank_curve.py` — rerank_R<R>_T<T>: R windows reranked, each read up to T "
              "tokens (whole sentences around the hits; `all` = the whole window, cut at 512 by the model); "
              "rerank_R20_tb<B>[_T<T>]: 20 windows retrieved, scored in retrieval order within B tokens "
              "(at least k); hybrid_c50: the same retrieval without the cross-encoder.", ""]

@@ -25,7 +25,7 @@ from windowrag_pg.store.collections import get_collection
 from windowrag_pg.store.writer import delete_document
 
 from .conftest import scratch_database
-from .test_bm25_blocks import QUERIES, bm25_results, port_documents
+from .test_bm25_blocks import bm25_results, port_documents
 
 SUMS = "SELECT (s).sentence_ids, (s).sums FROM (SELECT windowrag_native.bm25_sums(ids, tfs, lengths, idf, %s, 1.2, 0.75, %s) AS s FROM ({rows}) r (ids, tfs, lengths, idf)) x"
 

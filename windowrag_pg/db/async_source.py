@@ -17,7 +17,7 @@ from pgvector.psycopg import register_vector_async
 
 from ..config import statement_timeout_ms
 from .connection import DatabaseError, _connection_url, _redact, connect, database_url
-from .source import READ_REPLICA, SharedUse, _is_pool, is_async, name_errors
+from .source import READ_REPLICA, SharedUse, _is_pool, name_errors
 from .sqlfiles import load_sql
 
 _checked: set[tuple[str, bool]] = set()
