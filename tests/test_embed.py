@@ -257,3 +257,31 @@ def test_st_embedder_query_instruction_and_token_counts(minilm_dir, st_embedder)
     assert offsets[0][0] == 0 and offsets[-1][1] == len(text)
     assert all(start < end for start, end in offsets)
     assert [text[start:end] for start, end in offsets][:3] == ["Chunk", "ing", "needs"]  # word pieces
+
+
+@pytest.mark.hf
+def test_a_collection_of_another_model_is_queried_with_it_unnamed(st_embedder, db_url, capsys):
+    """Ingested with a sentence-transformers model, a collection is searched without naming it
+    again: windowrag_pg.search, Pipeline without an embedder and `windowrag query` read its model
+    back from the collection (before, they embedded the query with the default BGE and failed)."""
+    import uuid
+
+    import windowrag_pg as wr
+    from windowrag_pg.cli import main
+    from windowrag_pg.db.connection import connect
+    from windowrag_pg.ingest import Ingestor
+    from windowrag_pg.sources import SourceDocument
+
+    name = f"test_st_{uuid.uuid4().hex[:8]}"
+    documents = [SourceDocument(external_id="cat", format="text", text=f"{CAT} It purred. {UNRELATED}"),
+                 SourceDocument(external_id="bank", format="text", text=f"{UNRELATED} Markets fell.")]
+    with connect(db_url, autocommit=True) as conn:
+        Ingestor(conn, collection=name, embedder=st_embedder).ingest(documents)
+        result = wr.Pipeline(conn, collection=name).search("Where did the cat sit?", token_budget=30, min_relevance=None)
+        assert CAT in result.contexts[0].text
+        assert result.contexts[0].hits and result.contexts[0].hits[0]["dense_rank"] == 1
+        assert CAT in wr.search("Where did the cat sit?", collection=name, url=db_url, token_budget=30,
+                                min_relevance=None).contexts[0].text
+    assert main(["--database-url", db_url, "query", "Where did the cat sit?", "--collection", name,
+                 "--token-budget", "30", "--min-relevance", "none", "--json"]) == 0
+    assert CAT in json.loads(capsys.readouterr().out)["contexts"][0]["text"]

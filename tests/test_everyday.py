@@ -147,3 +147,25 @@ def test_naming_a_reranker_turns_reranking_on(db_url, conn, collection_name, emb
         traces[len(extra)] = json.loads(capsys.readouterr().out)["trace"]
     assert traces[0]["rerank"] is None and traces[3]["rerank"] is None
     assert traces[2]["rerank"] is not None and traces[2]["options"]["rerank"] is True
+
+
+def test_queries_use_the_collections_own_model_or_say_which_to_pass(db_url, conn, collection_name, capsys):
+    """Without an embedder, a collection's queries are embedded by the model it was embedded with
+    (its model_id read back); an ONNX folder's model cannot be loaded by name, and the error says
+    which embedder to pass."""
+    renamed = OnnxBgeEmbedder(model_id="onnx:my-bge-folder")  # as a model_dir of one's own is named
+    Ingestor(conn, collection=collection_name, embedder=renamed).ingest(DOCS)
+    with pytest.raises(wr.QueryError, match="'onnx:my-bge-folder', an ONNX model folder that cannot be found by its "
+                                            r"name: pass that embedder \(Pipeline\(\.\.\., embedder=\.\.\.\)\)"):
+        Pipeline(conn, collection=collection_name).search("Who owns the rotation?", token_budget=100)
+    assert main(["--database-url", db_url, "query", "Who owns the rotation?", "--collection", collection_name]) == 1
+    assert "cannot be found by its name" in capsys.readouterr().err
+    found = Pipeline(conn, collection=collection_name, embedder=renamed).search("Who owns the rotation?", token_budget=100)
+    assert "security team owns the rotation" in found.contexts[0].text
+    # the default model: nothing to name, in Python and on the command line
+    default = f"{collection_name}_default"
+    Ingestor(conn, collection=default, embedder=OnnxBgeEmbedder()).ingest(DOCS)
+    assert "security team owns the rotation" in \
+        Pipeline(conn, collection=default).search("Who owns the rotation?", token_budget=100).contexts[0].text
+    assert main(["--database-url", db_url, "query", "Who owns the rotation?", "--collection", default, "--json"]) == 0
+    assert "security team owns the rotation" in json.loads(capsys.readouterr().out)["contexts"][0]["text"]

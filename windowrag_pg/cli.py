@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
                    help="metadata.KEY=V, document_id=ID, source=S; also >=, <=, >, <")
     p.add_argument("--collection", default=DEFAULT_COLLECTION)
-    p.add_argument("--embedder", default=None)
+    p.add_argument("--embedder", default=None,
+                   help="embed the query with this model (default: the model the collection was embedded with)")
     p.add_argument("--reranker", default=None,
                    help="the cross-encoder of --rerank (default: offline ONNX ms-marco MiniLM-L12; or a Hugging Face "
                         "name); naming one turns --rerank on unless --no-rerank is given")
@@ -301,7 +302,8 @@ def cmd_query(args) -> int:
 
         reranker = get_reranker(args.reranker)
     with _connect(args) as conn:
-        pipeline = Pipeline(conn, collection=args.collection, embedder=get_embedder(args.embedder), reranker=reranker)
+        embedder = get_embedder(args.embedder) if args.embedder else None  # None: the collection's own model
+        pipeline = Pipeline(conn, collection=args.collection, embedder=embedder, reranker=reranker)
         result = pipeline.run(args.query, options, filters=filters or None)
     for note in result.trace.get("notes", []):
         print(f"windowrag: note: {note}", file=sys.stderr)

@@ -19,7 +19,7 @@ from psycopg import sql
 from ..db.source import connection_source
 from ..db.statements import Statement, Steps, run_steps
 from ..db.sqlfiles import load_sql
-from ..embed import get_embedder
+from ..embed import DEFAULT_EMBEDDER_MODEL_ID, get_embedder
 from ..embed.background import background_similarity
 from ..embed.base import Embedder
 from ..limits import LIMITS, first_problem, problem
@@ -130,7 +130,8 @@ class SearchOptions:
 
 
 class Retriever:
-    """Search one database; the embedder must be the one the collection was built with.
+    """Search one database. Queries are embedded by the model each collection was embedded with
+    (read back from its model_id), or by EMBEDDER, which must be that model.
 
     CONN: a psycopg Connection, a psycopg_pool ConnectionPool or a URL (windowrag_pg.db.source);
     a pooled connection is held only while a statement runs, never while the model embeds.
@@ -139,15 +140,24 @@ class Retriever:
     def __init__(self, conn: psycopg.Connection | Any, *, embedder: Embedder | None = None,
                  collection: str = "default") -> None:
         self.source = connection_source(conn)
+        # None: each collection's queries are embedded by the model it was embedded with
         self._embedder = embedder
+        self._models: dict[str, Embedder] = {}  # by model_id, loaded on first use
         self.collection_name = collection
         self._collections: dict[str, Collection] = {}
 
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = get_embedder()
-        return self._embedder
+    def embedder_for(self, target: Collection) -> Embedder:
+        """The embedder given, else the collection's own model (read back from its model_id)."""
+        if self._embedder is not None:
+            return self._embedder
+        model_id = target.embedding_model
+        if model_id not in self._models:
+            if model_id.startswith("onnx:") and model_id != DEFAULT_EMBEDDER_MODEL_ID:
+                raise QueryError(
+                    f"collection {target.name!r} was embedded with {model_id!r}, an ONNX model folder that "
+                    "cannot be found by its name: pass that embedder (Pipeline(..., embedder=...))")
+            self._models[model_id] = get_embedder(model_id)
+        return self._models[model_id]
 
     def collection(self, name: str | None = None) -> Collection:
         return run_steps(self.collection_steps(name), self.source)
@@ -219,9 +229,9 @@ class Retriever:
         rows = yield from _timed(Statement(statement, params, prepare=False), timings)
         candidates = candidates_from_rows(query, rows, timings)
         # only with the collection's own model (a caller's vector may come from elsewhere)
-        if embedding is not None and self._embedder is not None \
-                and self._embedder.model_id == target.embedding_model:
-            candidates.background = background_similarity(self._embedder, embedding)
+        own = self._embedder if self._embedder is not None else self._models.get(target.embedding_model)
+        if embedding is not None and own is not None and own.model_id == target.embedding_model:
+            candidates.background = background_similarity(own, embedding)
         if filters and not rows:
             candidates.notes.extend((yield from unmatched_filter_steps(target, filters)))
         return candidates
@@ -237,12 +247,13 @@ class Retriever:
         embedding = None
         if options.mode != "bm25":
             if query_embedding is None:
-                if self.embedder.model_id != target.embedding_model:
+                embedder = self.embedder_for(target)
+                if embedder.model_id != target.embedding_model:
                     raise QueryError(
                         f"collection {target.name!r} was embedded with {target.embedding_model!r}; "
-                        f"this retriever's embedder is {self.embedder.model_id!r}"
+                        f"this retriever's embedder is {embedder.model_id!r}"
                     )
-                query_embedding = self.embedder.embed_query(query)
+                query_embedding = embedder.embed_query(query)
             embedding = check_embedding(query_embedding, target.dimension)
         timings["embed_ms"] = (time.perf_counter() - started) * 1000
         return query, target, embedding, timings
