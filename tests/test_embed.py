@@ -282,6 +282,12 @@ def test_a_collection_of_another_model_is_queried_with_it_unnamed(st_embedder, d
         assert result.contexts[0].hits and result.contexts[0].hits[0]["dense_rank"] == 1
         assert CAT in wr.search("Where did the cat sit?", collection=name, url=db_url, token_budget=30,
                                 min_relevance=None).contexts[0].text
+        # more documents, the model not named: embedded by the collection's own model
+        added = Ingestor(conn, collection=name).ingest(
+            [SourceDocument(external_id="dog", format="text", text="The dog slept in the garden shed.")])
+        assert added.documents == 1 and not added.errors
+        assert "dog slept" in wr.Pipeline(conn, collection=name).search(
+            "Where did the dog sleep?", token_budget=30, min_relevance=None).contexts[0].text
     assert main(["--database-url", db_url, "query", "Where did the cat sit?", "--collection", name,
                  "--token-budget", "30", "--min-relevance", "none", "--json"]) == 0
     assert CAT in json.loads(capsys.readouterr().out)["contexts"][0]["text"]

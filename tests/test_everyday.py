@@ -162,6 +162,9 @@ def test_queries_use_the_collections_own_model_or_say_which_to_pass(db_url, conn
     assert "cannot be found by its name" in capsys.readouterr().err
     found = Pipeline(conn, collection=collection_name, embedder=renamed).search("Who owns the rotation?", token_budget=100)
     assert "security team owns the rotation" in found.contexts[0].text
+    more = [SourceDocument(external_id="more", format="text", text="Badges are renewed every year.")]
+    with pytest.raises(CollectionError, match="'onnx:my-bge-folder', an ONNX model folder .* pass that embedder"):
+        Ingestor(conn, collection=collection_name).ingest(more)
     # the default model: nothing to name, in Python and on the command line
     default = f"{collection_name}_default"
     Ingestor(conn, collection=default, embedder=OnnxBgeEmbedder()).ingest(DOCS)
@@ -169,3 +172,6 @@ def test_queries_use_the_collections_own_model_or_say_which_to_pass(db_url, conn
         Pipeline(conn, collection=default).search("Who owns the rotation?", token_budget=100).contexts[0].text
     assert main(["--database-url", db_url, "query", "Who owns the rotation?", "--collection", default, "--json"]) == 0
     assert "security team owns the rotation" in json.loads(capsys.readouterr().out)["contexts"][0]["text"]
+    assert Ingestor(conn, collection=default).ingest(more).documents == 1
+    assert "Badges are renewed" in Pipeline(conn, collection=default).search(
+        "When are badges renewed?", token_budget=100, min_relevance=None).contexts[0].text

@@ -61,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ingest", help="ingest files, folders or JSON lines")
     p.add_argument("paths", nargs="+")
     p.add_argument("--collection", default=DEFAULT_COLLECTION)
-    p.add_argument("--embedder", default=None, help="embedding model (default: offline ONNX BGE-small)")
+    p.add_argument("--embedder", default=None,
+                   help="embedding model (default: the collection's own model; a new one: offline ONNX BGE-small)")
     p.add_argument("--contextual-headers", action="store_true",
                    help="embed 'title › section path: sentence' (a collection setting, fixed at creation)")
     p.add_argument("--bulk", action=argparse.BooleanOptionalAction, default=None,
@@ -204,7 +205,8 @@ def cmd_ingest(args) -> int:
 
     sources = list(iter_sources(args.paths))
     with _connect(args) as conn:
-        ingestor = Ingestor(conn, collection=args.collection, embedder=get_embedder(args.embedder),
+        embedder = get_embedder(args.embedder) if args.embedder else None  # None: the collection's own model
+        ingestor = Ingestor(conn, collection=args.collection, embedder=embedder,
                             contextual_headers=args.contextual_headers, bulk=args.bulk,
                             vector_index=args.vector_index)
         with tqdm(total=len(sources), unit="doc", disable=None, file=sys.stderr) as bar, \

@@ -27,7 +27,7 @@ import psycopg
 
 from .db.source import SingleConnection, connection_source
 from .db.sqlfiles import load_sql
-from .embed import get_embedder
+from .embed import get_embedder, loadable_by_name
 from .embed.base import Embedder, EmbeddingError
 from .parse import ParseError, parse_document, parse_pdf
 from .parse.types import ParsedDocument, Unit
@@ -35,7 +35,7 @@ from .sources import SourceDocument, SourceError, check_source
 from .split.sentences import split_units
 from .store.collections import (
     Collection, CollectionError, build_collection_index, centre_if_due, collection_index_state, collection_sentence_count,
-    drop_collection_index, ensure_collection, ensure_collection_index,
+    drop_collection_index, ensure_collection, ensure_collection_index, get_collection,
 )
 from .store.bm25 import pack_if_due
 from .store.writer import (
@@ -119,6 +119,19 @@ def embedding_text(text: str, *, title: str | None, heading_path) -> str:
     return f"{HEADER_SEPARATOR.join(path)}: {text}" if path else text
 
 
+def _collection_embedder(conn: psycopg.Connection, name: str) -> Embedder:
+    """The model an existing collection was embedded with (its model_id read back), else the default."""
+    try:
+        model_id = get_collection(conn, name).embedding_model
+    except CollectionError:  # a new collection (or a bad name, which ensure_collection reports)
+        return get_embedder()
+    if not loadable_by_name(model_id):
+        raise CollectionError(
+            f"collection {name!r} was embedded with {model_id!r}, an ONNX model folder that cannot be found "
+            "by its name: pass that embedder (Ingestor(..., embedder=...))")
+    return get_embedder(model_id)
+
+
 class Ingestor:
     """Ingest documents into one collection, each document in its own transaction: over a
     connection (autocommit or not: the Ingestor commits its own transactions, so the connection
@@ -157,12 +170,12 @@ class Ingestor:
             raise ValueError(
                 "Ingestor: the connection has a transaction in progress; commit or roll it back first "
                 "(each document commits on its own)")
-        self.embedder = embedder or get_embedder()
         self.max_unit_chars = max_unit_chars
         # chunk_tokens set: the naive baseline of the evaluation (fixed-size token chunks are the
         # retrieval unit instead of sentences), stored in the same tables.
         self.chunk_tokens = chunk_tokens
         with self._connection() as conn:
+            self.embedder = embedder or _collection_embedder(conn, collection)
             self.collection: Collection = ensure_collection(
                 conn, collection, embedding_model=self.embedder.model_id,
                 dimension=self.embedder.dimension, contextual_headers=contextual_headers,

@@ -18,6 +18,7 @@ __all__ = [
     "EmbeddingError",
     "MissingExtraError",
     "get_embedder",
+    "loadable_by_name",
 ]
 
 
@@ -38,3 +39,10 @@ def get_embedder(name: str | None = None, **options) -> Embedder:
     from windowrag_pg.embed.sentence_transformers import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(name.removeprefix(SENTENCE_TRANSFORMERS_PREFIX), **options)
+
+
+def loadable_by_name(model_id: str) -> bool:
+    """Whether ``get_embedder(model_id)`` loads the model a collection's stored ``model_id`` names:
+    the default and sentence-transformers models do; an ONNX folder of one's own
+    (``"onnx:<folder name>"``) does not, and must be passed again."""
+    return not model_id.startswith("onnx:") or model_id == DEFAULT_EMBEDDER_MODEL_ID
