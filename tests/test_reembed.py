@@ -3,6 +3,7 @@ transaction; a reader sees all old vectors or all new ones, never a mix."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -111,3 +112,44 @@ def test_reembed_moves_a_collection_to_another_model_atomically(db_url, conn, co
     # ingesting into it now takes the new model only
     more = SourceDocument(external_id="extra", format="text", text="Disputes go to the courts of Geneva.")
     assert Ingestor(conn, collection=collection_name, embedder=new, contextual_headers=True).ingest([more]).added == 1
+
+
+class PermutedBge(Embedder):
+    """Another real model of the same dimension: BGE-small with its dimensions in reverse order
+    (the old model's queries find nonsense among its vectors)."""
+
+    model_id = "onnx:bge-small-en-v1.5-int8-reversed"
+
+    def __init__(self) -> None:
+        self.full = OnnxBgeEmbedder()
+        self.query_instruction = self.full.query_instruction
+
+    @property
+    def dimension(self) -> int:
+        return 384
+
+    def count_tokens(self, texts):
+        return self.full.count_tokens(texts)
+
+    def _embed(self, texts, *, batch_size, progress):
+        return self.full._embed(texts, batch_size=batch_size, progress=progress)[:, ::-1].copy()
+
+
+def test_a_pipeline_made_before_a_reembed_follows_the_new_model(conn, collection_name, embedder):
+    """A long-lived pipeline (windowrag_pg.search keeps one a process) caches its collection: after
+    `reembed` swapped in a collection of another model it read the new vectors with the old
+    model's queries, silently. Now its search finds the swap and reads the collection again: with
+    the new model given it answers; without one, the new model (not loadable by name) is asked for."""
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(iter_sources([Path(wr.__file__).parent / "samples"]))
+    question = "Which courts have jurisdiction over disputes?"
+    unnamed, named = Pipeline(conn, collection=collection_name), Pipeline(conn, collection=collection_name, embedder=PermutedBge())
+    expected = unnamed.search(question, token_budget=200, min_relevance=None).contexts[0].text
+    with pytest.raises(QueryError, match="was embedded with 'onnx:bge-small-en-v1.5-int8'"):
+        named.search(question, token_budget=200)
+    wr.reembed_collection(conn, collection_name, PermutedBge())
+    assert named.search(question, token_budget=200, min_relevance=None).contexts[0].text == expected
+    assert named.retriever.search(question, k=1).contexts[0].hits[0].dense_rank == 1
+    with pytest.raises(QueryError, match="'onnx:bge-small-en-v1.5-int8-reversed', an ONNX model folder"):
+        unnamed.search(question, token_budget=200)
+    with pytest.raises(QueryError, match="an ONNX model folder"):
+        unnamed.retriever.search(question, k=1)

@@ -169,6 +169,19 @@ class Retriever:
             self._collections[name] = collection_from_row(name, rows[0] if rows else None)
         return self._collections[name]
 
+    def _replaced_steps(self, target: Collection) -> Steps[bool]:
+        """Whether the collection called target.name is another one now (`windowrag reembed` swaps in a
+        new collection, perhaps of another model; or it was deleted and made again): then the
+        cached one is read again. Asked only when a search returned nothing, which the statements
+        do when the name's collection is not target (a long-lived pipeline would otherwise embed
+        its queries with the old model, and search the new vectors with them)."""
+        rows = yield Statement(load_sql("get_collection"), [target.name])
+        current = collection_from_row(target.name, rows[0] if rows else None)
+        if current.id == target.id:
+            return False
+        self._collections[target.name] = current
+        return True
+
     def search(
         self,
         query: str,
@@ -202,8 +215,11 @@ class Retriever:
                      collection: str | None = None, query_embedding: np.ndarray | None = None) -> Steps[SearchResult]:
         """search_with as steps (windowrag_pg.db.statements): the statements it needs, yielded."""
         query, target, embedding, timings = yield from self._prepare(query, options, collection, query_embedding)
-        statement, params = build_search_statement(target.name, query, embedding, options, filters)
+        statement, params = build_search_statement(target, query, embedding, options, filters)
         rows = yield from _timed(Statement(statement, params, prepare=False), timings)
+        if not rows and (yield from self._replaced_steps(target)):  # searched with a stale model: again
+            return (yield from self.search_steps(query, options, filters=filters, collection=collection,
+                                                 query_embedding=query_embedding))
         notes = []
         if filters and not rows:
             notes.extend((yield from unmatched_filter_steps(target, filters)))
@@ -224,9 +240,12 @@ class Retriever:
     def candidates_steps(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
                          collection: str | None = None, query_embedding: np.ndarray | None = None) -> Steps[Candidates]:
         query, target, embedding, timings = yield from self._prepare(query, options, collection, query_embedding)
-        statement, params = build_search_statement(target.name, query, embedding, options, filters,
+        statement, params = build_search_statement(target, query, embedding, options, filters,
                                                    template="candidate_sentences")
         rows = yield from _timed(Statement(statement, params, prepare=False), timings)
+        if not rows and (yield from self._replaced_steps(target)):  # searched with a stale model: again
+            return (yield from self.candidates_steps(query, options, filters=filters, collection=collection,
+                                                     query_embedding=query_embedding))
         candidates = candidates_from_rows(query, rows, timings)
         # only with the collection's own model (a caller's vector may come from elsewhere)
         own = self._embedder if self._embedder is not None else self._models.get(target.embedding_model)
@@ -248,6 +267,9 @@ class Retriever:
         if options.mode != "bm25":
             if query_embedding is None:
                 embedder = self.embedder_for(target)
+                if embedder.model_id != target.embedding_model and (yield from self._replaced_steps(target)):
+                    target = self._collections[target.name]  # re-embedded since it was read
+                    embedder = self.embedder_for(target)
                 if embedder.model_id != target.embedding_model:
                     raise QueryError(
                         f"collection {target.name!r} was embedded with {target.embedding_model!r}; "
@@ -266,7 +288,7 @@ def _timed(statement: Statement, timings: dict[str, float]) -> Steps[list]:
     return rows
 
 
-def build_search_statement(collection: str, query: str, embedding: np.ndarray | None,
+def build_search_statement(collection: Collection, query: str, embedding: np.ndarray | None,
                            options: SearchOptions, filters: dict[str, Any] | None,
                            *, template: str = "search_windows"):
     condition, params = compile_filters(filters)
@@ -276,7 +298,8 @@ def build_search_statement(collection: str, query: str, embedding: np.ndarray | 
         document_ids = sql.SQL("NULL")
     statement = sql.SQL(load_sql(template)).format(document_ids=document_ids)
     params.update(
-        collection=collection, query=query, embedding=embedding, k=options.k, window=options.window,
+        collection=collection.name, collection_id=collection.id, query=query, embedding=embedding, k=options.k,
+        window=options.window,
         mode=options.mode, candidates=options.candidates, clamp=options.clamp, rrf_k=options.rrf_k,
         dense_weight=float(options.dense_weight), bm25_weight=float(options.bm25_weight),
         ef_search=options.ef_search, k1=float(options.k1), b=float(options.b),
