@@ -175,3 +175,15 @@ def test_queries_use_the_collections_own_model_or_say_which_to_pass(db_url, conn
     assert Ingestor(conn, collection=default).ingest(more).documents == 1
     assert "Badges are renewed" in Pipeline(conn, collection=default).search(
         "When are badges renewed?", token_budget=100, min_relevance=None).contexts[0].text
+
+
+def test_an_ingest_of_nothing_readable_makes_no_collection(db_url, conn, collection_name, tmp_path, capsys):
+    missing = tmp_path / "no-such-file.md"
+    assert main(["--database-url", db_url, "ingest", str(missing), "--collection", collection_name]) == 1
+    assert f"{missing}: no such file or folder" in capsys.readouterr().err
+    with pytest.raises(CollectionError, match="does not exist"):
+        wr.list_documents(conn, collection=collection_name)  # a typo left no empty collection behind
+    (tmp_path / "note.md").write_text("# Note\n\nThe backup runs at night.")
+    assert main(["--database-url", db_url, "ingest", str(missing), str(tmp_path / "note.md"),
+                 "--collection", collection_name]) == 1  # the readable one is stored, the failure reported
+    assert [d["id"] for d in wr.list_documents(conn, collection=collection_name)] == [str(tmp_path / "note.md")]

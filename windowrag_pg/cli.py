@@ -200,23 +200,26 @@ def cmd_ingest(args) -> int:
     from tqdm import tqdm
 
     from .embed import get_embedder
-    from .ingest import Ingestor
-    from .sources import iter_sources
+    from .ingest import Ingestor, IngestReport
+    from .sources import SourceError, iter_sources
 
     sources = list(iter_sources(args.paths))
-    with _connect(args) as conn:
-        embedder = get_embedder(args.embedder) if args.embedder else None  # None: the collection's own model
-        ingestor = Ingestor(conn, collection=args.collection, embedder=embedder,
-                            contextual_headers=args.contextual_headers, bulk=args.bulk,
-                            vector_index=args.vector_index)
-        with tqdm(total=len(sources), unit="doc", disable=None, file=sys.stderr) as bar, \
-                tqdm(unit=" sentences embedded", disable=None, file=sys.stderr) as embedded, \
-                _stop_on_ctrl_c() as stop:
-            def on_document(name: str, status: str, units: int) -> None:
-                bar.update(1)
-                bar.set_postfix_str(f"{status}: {name}"[:60])
-            report = ingestor.ingest(sources, on_document=on_document, on_units=embedded.update,
-                                     should_stop=stop.is_set)
+    if sources and all(isinstance(source, SourceError) for source in sources):
+        report = IngestReport(errors=sources)  # nothing readable: no collection is made for it
+    else:
+        with _connect(args) as conn:
+            embedder = get_embedder(args.embedder) if args.embedder else None  # None: the collection's own model
+            ingestor = Ingestor(conn, collection=args.collection, embedder=embedder,
+                                contextual_headers=args.contextual_headers, bulk=args.bulk,
+                                vector_index=args.vector_index)
+            with tqdm(total=len(sources), unit="doc", disable=None, file=sys.stderr) as bar, \
+                    tqdm(unit=" sentences embedded", disable=None, file=sys.stderr) as embedded, \
+                    _stop_on_ctrl_c() as stop:
+                def on_document(name: str, status: str, units: int) -> None:
+                    bar.update(1)
+                    bar.set_postfix_str(f"{status}: {name}"[:60])
+                report = ingestor.ingest(sources, on_document=on_document, on_units=embedded.update,
+                                         should_stop=stop.is_set)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
