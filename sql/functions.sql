@@ -321,9 +321,13 @@ BEGIN
     SELECT c.dimension, c.vector_index, c.vector_centre, c.vector_spread
     INTO dim, index_kind, centre, spread
     FROM windowrag.collections c WHERE c.id = cid;
-    IF query_embedding IS NULL OR vector_dims(query_embedding) <> dim THEN
+    IF query_embedding IS NULL THEN  -- a psql user's first hybrid query, before embed-query
+        RAISE EXCEPTION 'windowrag: query_embedding is NULL: dense and hybrid searches need the query''s embedding, which `windowrag embed-query --collection % "the query"` prints; BM25 alone needs none (mode => ''bm25'', or windowrag.bm25_search)',
+            collection USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF vector_dims(query_embedding) <> dim THEN
         RAISE EXCEPTION 'windowrag: query embedding has % dimensions, collection % has %',
-            coalesce(vector_dims(query_embedding)::text, 'no'), quote_literal(collection), dim
+            vector_dims(query_embedding), quote_literal(collection), dim
             USING ERRCODE = 'data_exception';
     END IF;
     PERFORM set_config('hnsw.ef_search', greatest(ef_search, n)::text, true);

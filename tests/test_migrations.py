@@ -339,3 +339,32 @@ def test_0017_bm25_rebuild_bytewise_down_and_up(db_url, embedder):
         assert 'COLLATE "C"' in conn.execute(definition).fetchone()[0]
         conn.execute("SELECT windowrag.bm25_rebuild(%s)", [cid])
         assert conn.execute(blocks).fetchall() == at_head
+
+
+def test_0026_a_null_query_embedding_is_named_down_and_up(db_url, embedder):
+    """A psql user's hybrid query with NULL for the embedding: at head the error names the NULL,
+    the command that prints an embedding and BM25 alone; 0026's downgrade gives back 0024's
+    dense_search (its message, the same results) and the upgrade the live one."""
+    with scratch_database(db_url, "migration_0026_test") as url, db.connect(url, autocommit=True) as conn:
+        _populate(conn, embedder)
+        with pytest.raises(psycopg.errors.NullValueNotAllowed) as raised:
+            conn.execute("SELECT * FROM windowrag.search_windows('m', 'second sentence', NULL)")
+        message = str(raised.value)
+        assert "query_embedding is NULL" in message and "windowrag embed-query --collection m" in message
+        assert "mode => 'bm25'" in message
+        # BM25 alone needs no embedding
+        assert conn.execute("SELECT count(*) FROM windowrag.search_windows('m', 'second sentence', NULL, "
+                            "mode => 'bm25')").fetchone()[0] == 1
+        vector = str(embedder.embed_query("second sentence").tolist())
+        query = "SELECT sentence_id, rank FROM windowrag.dense_search('m', %s::vector, 2)"
+        at_head = conn.execute(query, [vector]).fetchall()
+        db.downgrade(conn, "0025")
+        with pytest.raises(psycopg.errors.DataException, match="query embedding has no dimensions"):
+            conn.execute("SELECT * FROM windowrag.search_windows('m', 'second sentence', NULL)")
+        assert conn.execute(query, [vector]).fetchall() == at_head
+        db.upgrade(conn)
+        with pytest.raises(psycopg.errors.NullValueNotAllowed, match="query_embedding is NULL"):
+            conn.execute("SELECT * FROM windowrag.search_windows('m', 'second sentence', NULL)")
+        assert conn.execute(query, [vector]).fetchall() == at_head
+        with pytest.raises(psycopg.errors.DataException, match="query embedding has 3 dimensions, collection 'm' has 384"):
+            conn.execute("SELECT * FROM windowrag.dense_search('m', '[1,2,3]'::vector)")
