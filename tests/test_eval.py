@@ -99,6 +99,13 @@ def test_presets_and_json_configs(tmp_path):
                              "rse", "windows", "rse_off", "full_no_abstain", "full"]
     assert PRESETS["chunks512"].collection.collection_name("squad-dev") == "eval_squad-dev_chunks512"
     assert PRESETS["window"].collection.collection_name("squad-dev") == "eval_squad-dev_sentence"
+    # another embedder gets a collection of its own (one model's vectors a collection); the default none
+    settings = PRESETS["full"].collection
+    assert settings.collection_name("squad-dev", "onnx:bge-small-en-v1.5-int8") == "eval_squad-dev_sentence"
+    base = settings.collection_name("squad-dev", "st:BAAI/bge-base-en-v1.5")
+    assert base.startswith("eval_squad-dev_sentence_BAAI-bge-base-en-v1.5-") and len(base) == len("eval_squad-dev_sentence_BAAI-bge-base-en-v1.5-") + 8
+    local = settings.collection_name("squad-dev", "st:/opt/models/" + "x" * 300 + "/model")
+    assert len(local) <= 80 and local != settings.collection_name("squad-dev", "st:/srv/" + "x" * 300 + "/model")
     path = tmp_path / "mine.json"
     path.write_text(json.dumps({"base": "hybrid", "window": 2, "rrf_k": 30,
                                 "rse": {"preset": "balanced", "irrelevant_sentence_penalty": 0.25},

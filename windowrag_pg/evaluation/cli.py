@@ -64,6 +64,9 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="the queries are another set's, asked of these documents (their gold is dropped: "
                         "only the abstain rate counts): 'scoped' searches each in one document chosen by "
                         "--seed (as a per-contract set is searched), 'unscoped' the whole collection")
+    p.add_argument("--embedder", default=None,
+                   help="embedding model of the documents and queries (default: offline ONNX BGE-small; or a "
+                        "Hugging Face name or folder, with the 'hf' extra): its own collection, eval_..._<model>")
     p.add_argument("--rows", action="store_true", help="with --json: include one row per query")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_eval)
@@ -116,6 +119,7 @@ def budgets_arg(text: str) -> list[int]:
 
 def cmd_eval(args) -> int:
     from ..db.connection import connect
+    from ..embed import get_embedder
     from .presets import get_config
     from .runner import run_curve, run_eval
 
@@ -128,7 +132,7 @@ def cmd_eval(args) -> int:
         config = config.replace(verify_below=None if args.verify_below == _NO_BUDGET else args.verify_below)
     common = dict(documents_path=args.documents, queries_path=args.queries, config=config, limit=args.limit,
                   seed=args.seed, progress=not args.json or sys.stderr.isatty(), keep_rows=args.rows,
-                  out_of_corpus=args.out_of_corpus)
+                  out_of_corpus=args.out_of_corpus, embedder=get_embedder(args.embedder))
     with connect(getattr(args, "database_url", None), autocommit=True) as conn:
         if args.budgets:
             result = run_curve(conn, budgets=args.budgets, **common)

@@ -31,12 +31,14 @@ left out take the defaults below, and ``"base": "NAME"`` starts from a preset in
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..embed import DEFAULT_EMBEDDER_MODEL_ID
 from ..pipeline import SELECTIONS, PipelineOptions
 from ..segment.rse import RSEParams, get_params
 
@@ -75,10 +77,16 @@ class CollectionSettings:
         base = f"chunks{self.chunk_tokens}" if self.unit == "chunk" else "sentence"
         return f"{base}_headers" if self.contextual_headers else base
 
-    def collection_name(self, dataset: str) -> str:
-        """The collection a dataset is ingested into with these settings: eval_<dataset>_<tag>."""
+    def collection_name(self, dataset: str, model_id: str | None = None) -> str:
+        """The collection a dataset is ingested into with these settings: eval_<dataset>_<tag>, and
+        _<model> for another embedder than the default (a collection holds one model's vectors)."""
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", dataset).strip("-") or "data"
-        return f"eval_{safe}_{self.tag}"
+        name = f"eval_{safe}_{self.tag}"
+        if model_id is None or model_id == DEFAULT_EMBEDDER_MODEL_ID:
+            return name
+        # the end of the name (a path's last folders) and a hash of all of it: short, one per model
+        model = re.sub(r"[^A-Za-z0-9_.-]+", "-", model_id.removeprefix("st:"))[-40:].strip("-")
+        return f"{name}_{model}-{hashlib.sha1(model_id.encode()).hexdigest()[:8]}"
 
 
 @dataclass(frozen=True, slots=True)

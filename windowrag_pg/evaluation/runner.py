@@ -133,7 +133,7 @@ def ensure_ingested(conn: psycopg.Connection, *, documents_path: str | Path, con
     from tqdm import tqdm
 
     settings = config.collection
-    name = settings.collection_name(dataset)
+    name = settings.collection_name(dataset, embedder.model_id)
     ingestor = Ingestor(conn, collection=name, embedder=embedder, contextual_headers=settings.contextual_headers,
                         chunk_tokens=settings.chunk_tokens if settings.unit == "chunk" else None)
     sources = list(iter_sources([documents_path]))
