@@ -8,6 +8,7 @@ FROM windowrag.search_windows(
     clamp => %(clamp)s, rrf_k => %(rrf_k)s, dense_weight => %(dense_weight)s,
     bm25_weight => %(bm25_weight)s, document_ids => {document_ids}, ef_search => %(ef_search)s,
     k1 => %(k1)s, b => %(b)s, max_sentences => %(max_sentences)s)
--- nothing when the collection of that name is not the one the caller read (re-embedded or
--- made again since): the caller then reads it again (a filter evaluated once, before the search)
-WHERE windowrag.collection_id(%(collection)s) = %(collection_id)s
+-- nothing when the collection of that name is not the one the caller read (re-embedded,
+-- deleted or made again since): the caller then reads it again (a filter evaluated once,
+-- before the search)
+WHERE (SELECT c.id FROM windowrag.collections c WHERE c.name = %(collection)s) = %(collection_id)s

@@ -15,6 +15,7 @@ from windowrag_pg.ingest import Ingestor, embedding_text
 from windowrag_pg.pipeline import Pipeline
 from windowrag_pg.retrieve.retriever import QueryError
 from windowrag_pg.sources import SourceDocument, iter_sources
+from windowrag_pg.store.collections import CollectionError
 
 
 class TruncatedBge(Embedder):
@@ -146,3 +147,7 @@ def test_a_pipeline_made_before_a_reembed_follows_the_new_model(conn, collection
         unnamed.search(question, token_budget=200)
     with pytest.raises(QueryError, match="an ONNX model folder"):
         unnamed.retriever.search(question, k=1)
+    # deleted since: said as for a collection that never was
+    wr.delete_collection(conn, collection_name)
+    with pytest.raises(CollectionError, match=f"collection '{collection_name}' does not exist"):
+        named.search(question, token_budget=200)
