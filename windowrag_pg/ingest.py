@@ -27,7 +27,7 @@ import psycopg
 
 from .db.source import SingleConnection, connection_source
 from .db.sqlfiles import load_sql
-from .embed import get_embedder, loadable_by_name
+from .embed import embedder_of_collection, get_embedder
 from .embed.base import Embedder, EmbeddingError
 from .parse import ParseError, parse_document, parse_pdf
 from .parse.types import ParsedDocument, Unit
@@ -125,11 +125,7 @@ def _collection_embedder(conn: psycopg.Connection, name: str) -> Embedder:
         model_id = get_collection(conn, name).embedding_model
     except CollectionError:  # a new collection (or a bad name, which ensure_collection reports)
         return get_embedder()
-    if not loadable_by_name(model_id):
-        raise CollectionError(
-            f"collection {name!r} was embedded with {model_id!r}, an ONNX model folder that cannot be found "
-            "by its name: pass that embedder (Ingestor(..., embedder=...))")
-    return get_embedder(model_id)
+    return embedder_of_collection(name, model_id, error=CollectionError, owner="Ingestor")
 
 
 class Ingestor:

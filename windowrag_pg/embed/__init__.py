@@ -18,7 +18,7 @@ __all__ = [
     "EmbeddingError",
     "MissingExtraError",
     "get_embedder",
-    "loadable_by_name",
+    "embedder_of_collection",
 ]
 
 
@@ -41,8 +41,11 @@ def get_embedder(name: str | None = None, **options) -> Embedder:
     return SentenceTransformerEmbedder(name.removeprefix(SENTENCE_TRANSFORMERS_PREFIX), **options)
 
 
-def loadable_by_name(model_id: str) -> bool:
-    """Whether ``get_embedder(model_id)`` loads the model a collection's stored ``model_id`` names:
-    the default and sentence-transformers models do; an ONNX folder of one's own
-    (``"onnx:<folder name>"``) does not, and must be passed again."""
-    return not model_id.startswith("onnx:") or model_id == DEFAULT_EMBEDDER_MODEL_ID
+def embedder_of_collection(collection: str, model_id: str, *, error: type[Exception], owner: str) -> Embedder:
+    """The embedder a collection's stored ``model_id`` names (``get_embedder(model_id)``): the
+    default and sentence-transformers models load by it; an ONNX folder of one's own
+    (``"onnx:<folder name>"``) does not, and ERROR says to pass it to OWNER (a class name)."""
+    if model_id.startswith("onnx:") and model_id != DEFAULT_EMBEDDER_MODEL_ID:
+        raise error(f"collection {collection!r} was embedded with {model_id!r}, an ONNX model folder that cannot "
+                    f"be found by its name: pass that embedder ({owner}(..., embedder=...))")
+    return get_embedder(model_id)

@@ -19,7 +19,7 @@ from psycopg import sql
 from ..db.source import connection_source
 from ..db.statements import Statement, Steps, run_steps
 from ..db.sqlfiles import load_sql
-from ..embed import get_embedder, loadable_by_name
+from ..embed import embedder_of_collection
 from ..embed.background import background_similarity
 from ..embed.base import Embedder
 from ..limits import LIMITS, first_problem, problem
@@ -152,11 +152,7 @@ class Retriever:
             return self._embedder
         model_id = target.embedding_model
         if model_id not in self._models:
-            if not loadable_by_name(model_id):
-                raise QueryError(
-                    f"collection {target.name!r} was embedded with {model_id!r}, an ONNX model folder that "
-                    "cannot be found by its name: pass that embedder (Pipeline(..., embedder=...))")
-            self._models[model_id] = get_embedder(model_id)
+            self._models[model_id] = embedder_of_collection(target.name, model_id, error=QueryError, owner="Pipeline")
         return self._models[model_id]
 
     def collection(self, name: str | None = None) -> Collection:
