@@ -10,24 +10,24 @@ COMMENT ON FUNCTION windowrag.search_windows(text, text, vector, integer, intege
 
 COMMENT ON FUNCTION windowrag.hybrid_search(text, text, vector, integer, text, integer, double precision,
     double precision, bigint[], integer, double precision, double precision) IS
-'The fused list of search_windows without the windows: sentence ids ranked by RRF of the BM25 and dense ranks (mode hybrid, dense or bm25).';
+'Sentence ids ranked by Reciprocal Rank Fusion of the BM25 and dense lists, each n long (default 50; search_windows fuses candidates => 20 a list); mode hybrid, dense or bm25.';
 
 COMMENT ON FUNCTION windowrag.dense_search(text, vector, integer, bigint[], integer) IS
-'The n sentences nearest the query embedding by cosine, through the collection''s HNSW index (ef_search wide), re-ranked by the stored halfvecs; document_ids filters with iterative scan.';
+'The n sentences nearest the query embedding by cosine, through the collection''s HNSW index (ef_search wide; an index over centred or binary keys re-ranks the nearest by the stored halfvecs); document_ids filters with iterative scan.';
 
 COMMENT ON FUNCTION windowrag.bm25_search(text, text, integer, bigint[], double precision, double precision,
     integer, integer) IS
-'The n best sentences by BM25 (Okapi, k1 and b) over the collection''s packed postings; exact scores, those of rank-bm25.';
+'The n best sentences by BM25 (Okapi, k1 and b) over the collection''s postings (packed in bm25_blocks, and rows of bm25_postings written since the last pack); exact scores, those of rank-bm25.';
 
 COMMENT ON FUNCTION windowrag.candidate_sentences(text, text, vector, integer, integer, text, text, integer,
     double precision, double precision, bigint[], integer, double precision, double precision) IS
 'What the Python pipeline selects from: the fused hits and every sentence within radius of them in their section, each with its cosine, window cosine, BM25 score, matched query terms and ranks.';
 
 COMMENT ON FUNCTION windowrag.sentence_window(bigint, integer, text) IS
-'The window of one sentence: window_size sentences on each side, clamped at its section (clamp section) or document.';
+'The window of one sentence: window_size sentences on each side, clamped at its section (clamp section) or document; section_path is the sentence''s own section.';
 
 COMMENT ON FUNCTION windowrag.search_limits() IS
-'The bounds the search functions check their arguments against (k, n, window_size, candidates, ef_search, ...), and why.';
+'The bounds the search functions check their arguments against (k, candidates, ef_search, rrf_k, window, max_sentences, the query''s and a collection name''s length), and why.';
 
 COMMENT ON FUNCTION windowrag.check_search_limits(text, text, integer, integer, integer, integer, integer, integer,
     integer) IS
@@ -89,7 +89,7 @@ COMMENT ON TABLE windowrag.documents IS
 'The documents of each collection with their whole text: every offset in sections and sentences is into documents.text.';
 
 COMMENT ON TABLE windowrag.sections IS
-'The sections of each document (heading path, level, character range): windows never cross a section.';
+'The sections of each document (heading path, level, character range): windows are clamped at their section (unless clamp => ''document'').';
 
 COMMENT ON TABLE windowrag.sentences IS
 'One row per sentence (or chunk): its text, offsets, embedding (halfvec) and tsvector; the HNSW index of each collection is a partial index on this table.';
@@ -111,6 +111,9 @@ COMMENT ON TABLE windowrag.bm25_blocks IS
 
 COMMENT ON TABLE windowrag.bm25_postings IS
 'BM25 postings written since the last pack, a row each; bm25_pack_recent moves them into bm25_blocks.';
+
+COMMENT ON TABLE windowrag.alembic_version IS
+'The schema''s migration (Alembic revision); the library migrates it on connect.';
 
 COMMENT ON TABLE windowrag.tenant_roles IS
 'Which database roles belong to which tenant (docs/tenancy.md).';

@@ -22,6 +22,10 @@ LANGUAGE plpgsql STABLE AS $$
 DECLARE
     found integer;
 BEGIN
+    IF collection IS NULL THEN  -- (migration 0027; "collection <NULL> does not exist" before)
+        RAISE EXCEPTION 'windowrag: collection is NULL: name a collection (`windowrag stats` lists them)'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     SELECT c.id INTO found FROM windowrag.collections c WHERE c.name = collection;
     IF found IS NULL THEN
         RAISE EXCEPTION 'windowrag: collection % does not exist', quote_literal(collection)
@@ -29,6 +33,41 @@ BEGIN
     END IF;
     RETURN found;
 END $$;
+
+-- Raise null_value_not_allowed naming the arguments of FUNCTION_NAME passed as NULL (the keys of
+-- ARGUMENTS, jsonb_build_object(name, value, ...), whose value is null). Until migration 0027 a
+-- NULL k, n, window_size, rrf_k, clamp, ... silently changed what a search returned (every row,
+-- scores of 0, windows across sections); check_search_limits skips NULLs, for the optional ones.
+CREATE OR REPLACE FUNCTION windowrag.check_not_null(function_name text, arguments jsonb) RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    missing text;
+BEGIN
+    SELECT string_agg(a.key, ', ' ORDER BY a.key) INTO missing
+    FROM jsonb_each(arguments) a WHERE jsonb_typeof(a.value) = 'null';
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION 'windowrag.%: % must not be NULL (leave an argument out to get its default)',
+            function_name, missing USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+END $$;
+COMMENT ON FUNCTION windowrag.check_not_null(text, jsonb) IS
+'Raises a clear error naming the arguments of a search function passed as NULL; called by the search functions.';
+
+-- Raise invalid_parameter_value unless VALUE (the argument NAME of FUNCTION_NAME) is a finite
+-- number from LOW to HIGH (migration 0027: k1 => -1 gave every BM25 score 0, 'NaN' NaN scores).
+CREATE OR REPLACE FUNCTION windowrag.check_number(function_name text, name text, value float8,
+                                                  low float8, high float8 DEFAULT 'Infinity') RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF value IS NOT NULL AND (value = 'NaN' OR value = 'Infinity' OR value < low OR value > high) THEN
+        RAISE EXCEPTION 'windowrag.%: % must be %, not %', function_name, name,
+            CASE WHEN high = 'Infinity' THEN format('a finite number of at least %s', low)
+                 ELSE format('a number from %s to %s', low, high) END, value
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END $$;
+COMMENT ON FUNCTION windowrag.check_number(text, text, double precision, double precision, double precision) IS
+'Raises a clear error naming a search function''s numeric argument (k1, b, a weight, ...) outside its range; called by the search functions.';
 
 -- Distinct lexemes of a query under the collection's text search configuration.
 CREATE OR REPLACE FUNCTION windowrag.query_lexemes(config regconfig, query_text text) RETURNS text[]
@@ -95,6 +134,12 @@ DECLARE
     -- section), ~100 in C (0016)
     rescore_cost integer := CASE WHEN native THEN 100 ELSE 12 END;
 BEGIN
+    PERFORM windowrag.check_not_null('bm25_search', jsonb_build_object('n', n, 'k1', k1, 'b', b, 'per_term_limit', per_term_limit));
+    PERFORM windowrag.check_number('bm25_search', 'n', n, 0, 1000);  -- 0: no list (hybrid_search's single-list modes)
+    PERFORM windowrag.check_number('bm25_search', 'k1', k1, 0);
+    PERFORM windowrag.check_number('bm25_search', 'b', b, 0, 1);
+    PERFORM windowrag.check_number('bm25_search', 'per_term_limit', per_term_limit, 1);
+    PERFORM windowrag.check_number('bm25_search', 'shortlist_size', shortlist_size, 1);  -- NULL: max(4 n, 200)
     PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, n => n);
     SELECT c.ts_config INTO config FROM windowrag.collections c WHERE c.id = cid;
     lexemes := windowrag.query_lexemes(config, query_text);
@@ -313,7 +358,13 @@ DECLARE
     query_key text;
     pool_order text;
     filter_clause text := '';
+    -- the caller's settings, put back before returning: set_config(..., true) lasts until the end
+    -- of the caller's transaction (migration 0027)
+    caller_ef_search text := current_setting('hnsw.ef_search', true);
+    caller_iterative_scan text := current_setting('hnsw.iterative_scan', true);
 BEGIN
+    PERFORM windowrag.check_not_null('dense_search', jsonb_build_object('n', n, 'ef_search', ef_search));
+    PERFORM windowrag.check_number('dense_search', 'n', n, 0, 1000);  -- 0: no list (hybrid_search's single-list modes)
     PERFORM windowrag.check_search_limits(n => n, ef_search => ef_search);
     IF n <= 0 THEN
         RETURN;
@@ -329,6 +380,10 @@ BEGIN
         RAISE EXCEPTION 'windowrag: query embedding has % dimensions, collection % has %',
             vector_dims(query_embedding), quote_literal(collection), dim
             USING ERRCODE = 'data_exception';
+    END IF;
+    IF vector_norm(query_embedding) = 0 THEN  -- every cosine distance NaN, ranked arbitrarily
+        RAISE EXCEPTION 'windowrag: query_embedding is all zeros: a cosine needs a direction (embed the query with the collection''s model: `windowrag embed-query --collection % "the query"`)',
+            collection USING ERRCODE = 'invalid_parameter_value';
     END IF;
     PERFORM set_config('hnsw.ef_search', greatest(ef_search, n)::text, true);
     IF document_ids IS NOT NULL THEN
@@ -371,6 +426,8 @@ BEGIN
             ) x
             ORDER BY x.distance, x.id $q$, dim, cid, filter_clause, pool_order)
         USING query_embedding, document_ids, n, ef_search, centre, spread;
+        PERFORM set_config('hnsw.ef_search', coalesce(caller_ef_search, '40'), true),
+            set_config('hnsw.iterative_scan', coalesce(caller_iterative_scan, 'off'), true);
         RETURN;
     END IF;
     RETURN QUERY EXECUTE format($q$
@@ -384,6 +441,8 @@ BEGIN
         ) x
         ORDER BY x.distance, x.id $q$, dim, cid, filter_clause)
     USING query_embedding, document_ids, n;
+    PERFORM set_config('hnsw.ef_search', coalesce(caller_ef_search, '40'), true),
+            set_config('hnsw.iterative_scan', coalesce(caller_iterative_scan, 'off'), true);
 END $$;
 
 -- Reciprocal Rank Fusion: score = Σ weight / (rrf_k + rank) over the lists a sentence is in.
@@ -397,6 +456,11 @@ RETURNS TABLE (sentence_id bigint, dense_rank integer, bm25_rank integer, rrf_sc
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 BEGIN
+    PERFORM windowrag.check_not_null('hybrid_search', jsonb_build_object(
+        'collection', collection, 'n', n, 'mode', mode, 'rrf_k', rrf_k, 'dense_weight', dense_weight,
+        'bm25_weight', bm25_weight, 'ef_search', ef_search, 'k1', k1, 'b', b));
+    PERFORM windowrag.check_number('hybrid_search', 'dense_weight', dense_weight, 0);
+    PERFORM windowrag.check_number('hybrid_search', 'bm25_weight', bm25_weight, 0);
     PERFORM windowrag.check_search_limits(query_text => query_text, n => n, ef_search => ef_search, rrf_k => rrf_k);
     IF mode NOT IN ('hybrid', 'dense', 'bm25') THEN
         RAISE EXCEPTION 'windowrag: mode must be hybrid, dense or bm25, not %', quote_literal(mode)
@@ -464,7 +528,12 @@ DECLARE
     new_lo integer;
     new_hi integer;
     absorbed integer;
+    room integer;
 BEGIN
+    PERFORM windowrag.check_not_null('search_windows', jsonb_build_object(
+        'collection', collection, 'k', k, 'window_size', window_size, 'mode', mode, 'candidates', candidates,
+        'clamp', clamp, 'rrf_k', rrf_k, 'dense_weight', dense_weight, 'bm25_weight', bm25_weight,
+        'ef_search', ef_search, 'k1', k1, 'b', b));
     PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, k => k, window_size => window_size, candidates => candidates, ef_search => ef_search, max_sentences => max_sentences, rrf_k => rrf_k);
     IF clamp NOT IN ('section', 'document') THEN
         RAISE EXCEPTION 'windowrag: clamp must be section or document, not %', quote_literal(clamp)
@@ -514,12 +583,20 @@ BEGIN
         IF absorbed = 0 THEN
             -- touches no segment: opens one, while fewer than k exist and the budget allows
             EXIT WHEN cardinality(seg_lo) >= k;  -- the walk ends at the first hit that would open a (k+1)-th
-            CONTINUE WHEN covered + (hit.hi - hit.lo + 1) > budget;
-            covered := covered + (hit.hi - hit.lo + 1);
+            CONTINUE WHEN covered >= budget;
+            IF covered + (new_hi - new_lo + 1) > budget THEN
+                -- the window cut around its hit to the sentences the budget leaves, as evenly on
+                -- both sides as the section allows (until migration 0027 it was skipped: with
+                -- max_sentences below one window, the best hits were dropped and nothing returned)
+                room := budget - covered - 1;
+                new_lo := hit.ordinal - least(hit.ordinal - hit.lo, greatest(room - (hit.hi - hit.ordinal), room / 2));
+                new_hi := hit.ordinal + least(hit.hi - hit.ordinal, room - (hit.ordinal - new_lo));
+            END IF;
+            covered := covered + (new_hi - new_lo + 1);
             seg_doc := seg_doc || hit.document_id;
             seg_group := seg_group || hit.grp;
-            seg_lo := seg_lo || hit.lo;
-            seg_hi := seg_hi || hit.hi;
+            seg_lo := seg_lo || new_lo;
+            seg_hi := seg_hi || new_hi;
             seg_score := seg_score || hit.rrf_score;
             seg_section := seg_section || hit.section_id;
             seg_hits := seg_hits || jsonb_build_array(hit.hit_json);
@@ -590,34 +667,43 @@ BEGIN
     ORDER BY g.score DESC, g.ord;
 END $$;
 
--- The window of one sentence (what search_windows would send for it alone).
+-- The window of one sentence (what search_windows would send for it alone). section_path is
+-- the sentence's section (with clamp 'document' the window may run into the sections around it).
+-- PL/pgSQL since migration 0027, to check its arguments: a clamp other than section or document,
+-- or NULL, clamped at the document, and a NULL window_size returned the whole section.
 CREATE OR REPLACE FUNCTION windowrag.sentence_window(
     sentence_id bigint, window_size integer DEFAULT 3, clamp text DEFAULT 'section')
 RETURNS TABLE (document_id bigint, external_id text, section_path text[], first_ordinal integer,
                last_ordinal integer, start_char integer, end_char integer, text text)
-LANGUAGE sql STABLE AS $$
-    SELECT windowrag.check_search_limits(window_size => window_size);
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    PERFORM windowrag.check_not_null('sentence_window', jsonb_build_object('window_size', window_size, 'clamp', clamp));
+    PERFORM windowrag.check_search_limits(window_size => window_size);
+    IF clamp NOT IN ('section', 'document') THEN
+        RAISE EXCEPTION 'windowrag: clamp must be section or document, not %', quote_literal(clamp)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
     WITH hit AS (
         SELECT s.document_id, s.ordinal,
-               greatest(s.ordinal - window_size,
-                        CASE WHEN clamp = 'section' THEN sec.first_sentence ELSE 0 END) AS lo,
-               least(s.ordinal + window_size,
-                     CASE WHEN clamp = 'section' THEN sec.last_sentence
+               greatest(s.ordinal - sentence_window.window_size,
+                        CASE WHEN sentence_window.clamp = 'section' THEN sec.first_sentence ELSE 0 END) AS lo,
+               least(s.ordinal + sentence_window.window_size,
+                     CASE WHEN sentence_window.clamp = 'section' THEN sec.last_sentence
                           ELSE (SELECT d.sentence_count - 1 FROM windowrag.documents d WHERE d.id = s.document_id)
                      END) AS hi,
                sec.heading_path
         FROM windowrag.sentences s
         JOIN windowrag.sections sec ON sec.id = s.section_id
-        JOIN windowrag.documents d ON d.id = s.document_id
-        WHERE s.id = sentence_id
+        WHERE s.id = sentence_window.sentence_id
     )
     SELECT h.document_id, d.external_id, h.heading_path, h.lo, h.hi, a.start_char, z.end_char,
            substr(d.text, a.start_char + 1, z.end_char - a.start_char)
     FROM hit h
     JOIN windowrag.documents d ON d.id = h.document_id
     JOIN windowrag.sentences a ON a.document_id = h.document_id AND a.ordinal = h.lo
-    JOIN windowrag.sentences z ON z.document_id = h.document_id AND z.ordinal = h.hi
-$$;
+    JOIN windowrag.sentences z ON z.document_id = h.document_id AND z.ordinal = h.hi;
+END $$;
 
 -- Every sentence that could be sent, with its own relevance signals: the neighbourhood
 -- (± radius, clamped to the section or document) of each of the best `candidates` fused hits,
@@ -627,7 +713,7 @@ $$;
 -- happens in Python over these rows (windowrag_pg/segment/select.py).
 CREATE OR REPLACE FUNCTION windowrag.candidate_sentences(
     collection text, query_text text, query_embedding vector,
-    candidates integer DEFAULT 20, radius integer DEFAULT 5, mode text DEFAULT 'hybrid',
+    candidates integer DEFAULT 20, radius integer DEFAULT 6, mode text DEFAULT 'hybrid',
     clamp text DEFAULT 'section', rrf_k integer DEFAULT 60,
     dense_weight float8 DEFAULT 1.0, bm25_weight float8 DEFAULT 1.0,
     document_ids bigint[] DEFAULT NULL, ef_search integer DEFAULT 100,
@@ -647,6 +733,10 @@ DECLARE
     avg_length float8;
     total_idf float8;
 BEGIN
+    PERFORM windowrag.check_not_null('candidate_sentences', jsonb_build_object(
+        'candidates', candidates, 'radius', radius, 'mode', mode, 'clamp', clamp, 'rrf_k', rrf_k,
+        'dense_weight', dense_weight, 'bm25_weight', bm25_weight, 'ef_search', ef_search, 'k1', k1, 'b', b));
+    PERFORM windowrag.check_number('candidate_sentences', 'radius', radius, 0, 1000);  -- as PipelineOptions.radius
     PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, candidates => candidates, ef_search => ef_search, rrf_k => rrf_k);
     IF clamp NOT IN ('section', 'document') THEN
         RAISE EXCEPTION 'windowrag: clamp must be section or document, not %', quote_literal(clamp)
@@ -827,7 +917,9 @@ BEGIN
     -- The blocks go to a temporary table first: CREATE TABLE AS may sort every posting with
     -- parallel workers, INSERT ... SELECT may not (26-35 s against 36-44 s at 1M sentences, the
     -- same blocks; migration 0019, docs/performance.md).
-    DROP TABLE IF EXISTS pg_temp.windowrag_packed_blocks;
+    IF to_regclass('pg_temp.windowrag_packed_blocks') IS NOT NULL THEN  -- (DROP IF EXISTS printed a NOTICE)
+        DROP TABLE pg_temp.windowrag_packed_blocks;
+    END IF;
     CREATE TEMP TABLE windowrag_packed_blocks AS
     SELECT p.lexeme, CASE WHEN newer_than IS NULL THEN (p.rn - 1) / 128 ELSE -1 - (p.rn - 1) / 128 END AS block,
            max(p.impact) AS max_impact,
@@ -865,6 +957,7 @@ DECLARE
     cid integer := bm25_rebuild.collection_id;
     avg_length float8;
     packed bigint;
+    caller_work_mem text := current_setting('work_mem');  -- put back before returning (migration 0027)
 BEGIN
     PERFORM 1 FROM windowrag.collections c WHERE c.id = cid FOR NO KEY UPDATE;
     IF NOT FOUND THEN
@@ -893,6 +986,7 @@ BEGIN
     SET packed_postings = packed, pending_postings = 0, stale_postings = 0, recent_postings = 0,
         packed_through = (SELECT max(x.id) FROM windowrag.sentences x WHERE x.collection_id = cid)
     WHERE s.collection_id = cid;
+    PERFORM set_config('work_mem', caller_work_mem, true);
     RETURN packed;
 END $$;
 REVOKE EXECUTE ON FUNCTION windowrag.bm25_rebuild(integer) FROM PUBLIC;
@@ -915,6 +1009,7 @@ DECLARE
     through bigint;
     old_recent bigint;
     recent bigint;
+    caller_work_mem text := current_setting('work_mem');  -- put back before returning (migration 0027)
 BEGIN
     PERFORM 1 FROM windowrag.collections c WHERE c.id = cid FOR NO KEY UPDATE;
     IF NOT FOUND THEN
@@ -945,6 +1040,7 @@ BEGIN
     UPDATE windowrag.bm25_stats s
     SET packed_postings = s.packed_postings - old_recent + recent, recent_postings = recent, pending_postings = 0
     WHERE s.collection_id = cid;
+    PERFORM set_config('work_mem', caller_work_mem, true);
     RETURN recent;
 END $$;
 REVOKE EXECUTE ON FUNCTION windowrag.bm25_pack_recent(integer) FROM PUBLIC;

@@ -54,14 +54,15 @@ def _rows(conn) -> list[tuple]:
 def _results(conn, embedder) -> dict:
     """Windows (hybrid), the candidates of budget-first selection and the dense top 10 of each
     query, from the SQL functions (the Python library needs the schema at head; these run at
-    0009 too). search_windows gets its candidates explicitly: their default moved in 0018."""
+    0009 too). search_windows gets its candidates explicitly: their default moved in 0018, and
+    candidate_sentences its radius: 5 until 0027, 6 since."""
     out = {}
     for query in QUERIES:
         vector = embedder.embed_query(query)
         windows = conn.execute("SELECT document_id, start_char, end_char FROM windowrag.search_windows("
                                "'contracts', %s, %s, k => 5, window_size => 2, candidates => 20)", [query, vector]).fetchall()
         budget = conn.execute("SELECT document_id, section_id, ordinal FROM windowrag.candidate_sentences("
-                              "'contracts', %s, %s) ORDER BY 1, 2, 3", [query, vector]).fetchall()
+                              "'contracts', %s, %s, radius => 5) ORDER BY 1, 2, 3", [query, vector]).fetchall()
         dense = [r[0] for r in conn.execute("SELECT sentence_id FROM windowrag.dense_search('contracts', %s, 10)",
                                             [vector])]
         out[query] = {"windows": windows, "budget": budget, "dense": dense}

@@ -63,8 +63,6 @@ def test_the_lower_level_sql_functions_check_the_same_limits(conn, small, embedd
     embedding = embedder.embed_query("rotate keys")
     cases = [
         ("SELECT * FROM windowrag.dense_search(%s, %s, 10, NULL, 5000)", [small, embedding], "ef_search", 5000),
-        ("SELECT * FROM windowrag.dense_search(%s, %s, 1001)", [small, embedding], "candidates", 1001),
-        ("SELECT * FROM windowrag.bm25_search(%s, 'keys', 1001)", [small], "candidates", 1001),
         ("SELECT * FROM windowrag.hybrid_search(%s, 'keys', %s, rrf_k => 0)", [small, embedding], "rrf_k", 0),
         ("SELECT * FROM windowrag.sentence_window(1, 101)", [], "window", 101),
         ("SELECT * FROM windowrag.candidate_sentences(%s, 'keys', %s, candidates => 5000)", [small, embedding],
@@ -74,7 +72,14 @@ def test_the_lower_level_sql_functions_check_the_same_limits(conn, small, embedd
         with pytest.raises(psycopg.errors.InvalidParameterValue) as error:
             conn.execute(statement, params)
         assert error.value.diag.message_primary == f"windowrag: {limits.problem(name, value)}", statement
-    # within the limits they run (0 = "no list", as hybrid_search asks in single-list modes)
+    # a list's length n is named as the argument it is (0 = "no list", as hybrid_search asks in
+    # single-list modes)
+    for function, params in [("dense_search", [small, embedding]), ("bm25_search", [small, "keys"])]:
+        placeholders = ", ".join(["%s"] * len(params))
+        with pytest.raises(psycopg.errors.InvalidParameterValue) as error:
+            conn.execute(f"SELECT * FROM windowrag.{function}({placeholders}, 1001)", params)
+        assert error.value.diag.message_primary == f"windowrag.{function}: n must be a number from 0 to 1000, not 1001"
+    # within the limits they run
     assert conn.execute("SELECT count(*) FROM windowrag.bm25_search(%s, 'keys', 0)", [small]).fetchone() == (0,)
     assert conn.execute("SELECT count(*) FROM windowrag.dense_search(%s, %s, 1000, NULL, 1000)",
                         [small, embedding]).fetchone()[0] == 5
@@ -138,3 +143,71 @@ def test_a_bad_collection_name_gets_the_limit_not_a_check_violation(db_url, conn
     assert main(["--database-url", db_url, "ingest", str(tmp_path / "a.txt"), "--collection", name]) == 1
     err = capsys.readouterr().err
     assert "limit collection_name" in err and "violates check constraint" not in err
+
+
+def test_sql_functions_name_null_and_out_of_range_arguments(conn, small, embedder):
+    """Until migration 0027 a NULL k, n, rrf_k, clamp, ... silently changed the results (every row,
+    scores of 0, windows across sections) and k1 => -1 or b => 5 gave meaningless scores."""
+    embedding = embedder.embed_query("rotate keys")
+    nulls = [
+        ("SELECT * FROM windowrag.search_windows(%s, 'keys', %s, k => NULL, rrf_k => NULL)", [small, embedding],
+         "windowrag.search_windows: k, rrf_k must not be NULL"),
+        ("SELECT * FROM windowrag.search_windows(%s, 'keys', %s, clamp => NULL)", [small, embedding],
+         "windowrag.search_windows: clamp must not be NULL"),
+        ("SELECT * FROM windowrag.bm25_search(%s, 'keys', NULL)", [small], "windowrag.bm25_search: n must not be NULL"),
+        ("SELECT * FROM windowrag.dense_search(%s, %s, 5, NULL, NULL)", [small, embedding],
+         "windowrag.dense_search: ef_search must not be NULL"),
+        ("SELECT * FROM windowrag.hybrid_search(%s, 'keys', %s, mode => NULL)", [small, embedding],
+         "windowrag.hybrid_search: mode must not be NULL"),
+        ("SELECT * FROM windowrag.candidate_sentences(%s, 'keys', %s, radius => NULL)", [small, embedding],
+         "windowrag.candidate_sentences: radius must not be NULL"),
+        ("SELECT * FROM windowrag.sentence_window(1, NULL)", [], "windowrag.sentence_window: window_size must not be NULL"),
+        ("SELECT * FROM windowrag.bm25_search(NULL, 'keys')", [], "windowrag: collection is NULL"),
+    ]
+    for statement, params, message in nulls:
+        with pytest.raises(psycopg.errors.NullValueNotAllowed) as error:
+            conn.execute(statement, params)
+        assert error.value.diag.message_primary.startswith(message), statement
+    out_of_range = [
+        ("SELECT * FROM windowrag.bm25_search(%s, 'keys', 5, k1 => -1)", [small],
+         "windowrag.bm25_search: k1 must be a finite number of at least 0, not -1"),
+        ("SELECT * FROM windowrag.bm25_search(%s, 'keys', 5, k1 => 'NaN')", [small],
+         "windowrag.bm25_search: k1 must be a finite number of at least 0, not NaN"),
+        ("SELECT * FROM windowrag.bm25_search(%s, 'keys', 5, b => 5)", [small],
+         "windowrag.bm25_search: b must be a number from 0 to 1, not 5"),
+        ("SELECT * FROM windowrag.bm25_search(%s, 'keys', 5, per_term_limit => 0)", [small],
+         "windowrag.bm25_search: per_term_limit must be a finite number of at least 1, not 0"),
+        ("SELECT * FROM windowrag.bm25_search(%s, 'keys', 5, shortlist_size => -1)", [small],
+         "windowrag.bm25_search: shortlist_size must be a finite number of at least 1, not -1"),
+        ("SELECT * FROM windowrag.hybrid_search(%s, 'keys', %s, bm25_weight => -1)", [small, embedding],
+         "windowrag.hybrid_search: bm25_weight must be a finite number of at least 0, not -1"),
+        ("SELECT * FROM windowrag.candidate_sentences(%s, 'keys', %s, radius => 2147483647)", [small, embedding],
+         "windowrag.candidate_sentences: radius must be a number from 0 to 1000, not 2147483647"),
+        ("SELECT * FROM windowrag.sentence_window(1, 3, 'bogus')", [],
+         "windowrag: clamp must be section or document, not 'bogus'"),
+        ("SELECT * FROM windowrag.dense_search(%s, %s::vector, 5)", [small, "[" + ",".join(["0"] * len(embedding)) + "]"],
+         "windowrag: query_embedding is all zeros"),
+    ]
+    for statement, params, message in out_of_range:
+        with pytest.raises(psycopg.errors.InvalidParameterValue) as error:
+            conn.execute(statement, params)
+        assert error.value.diag.message_primary.startswith(message), statement
+    # the SQL default radius is the library's
+    default = conn.execute("SELECT count(*) FROM windowrag.candidate_sentences(%s, 'keys', %s)", [small, embedding]).fetchone()
+    explicit = conn.execute("SELECT count(*) FROM windowrag.candidate_sentences(%s, 'keys', %s, radius => %s)",
+                            [small, embedding, PipelineOptions().radius]).fetchone()
+    assert default == explicit
+
+
+def test_sql_search_functions_leave_the_callers_settings_as_they_were(conn, small, embedder):
+    """search_windows (through dense_search) set hnsw.ef_search and hnsw.iterative_scan, and
+    bm25_rebuild work_mem, until the end of the caller's transaction before migration 0027."""
+    embedding = embedder.embed_query("rotate keys")
+    with conn.transaction():
+        conn.execute("SET LOCAL hnsw.ef_search = 77")
+        conn.execute("SET LOCAL work_mem = '5MB'")
+        conn.execute("SELECT count(*) FROM windowrag.search_windows(%s, 'keys', %s, ef_search => 7, "
+                     "document_ids => ARRAY[1, 2]::bigint[])", [small, embedding])
+        conn.execute("SELECT windowrag.bm25_rebuild(windowrag.collection_id(%s))", [small])
+        assert conn.execute("SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'), "
+                            "current_setting('work_mem')").fetchone() == ("77", "off", "5MB")

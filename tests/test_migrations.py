@@ -189,9 +189,11 @@ def test_0018_search_windows_takes_the_library_default_candidates_down_and_up(db
         assert "candidates integer DEFAULT 20," in conn.execute(arguments).fetchone()[0]
         at_head, head_body = fused(), conn.execute(body).fetchone()[0]
         assert at_head == fused(20) <= 40 < 50 <= fused(50)
+        db.downgrade(conn, "0018")  # the body 0018 left (0027 changed it since)
+        body_0018 = conn.execute(body).fetchone()[0]
         db.downgrade(conn, "0017")
         assert "candidates integer DEFAULT 50," in conn.execute(arguments).fetchone()[0]
-        assert fused() == fused(50) and conn.execute(body).fetchone()[0] == head_body
+        assert fused() == fused(50) and conn.execute(body).fetchone()[0] == body_0018
         db.upgrade(conn)
         assert "candidates integer DEFAULT 20," in conn.execute(arguments).fetchone()[0]
         assert fused() == at_head and conn.execute(body).fetchone()[0] == head_body
@@ -368,3 +370,30 @@ def test_0026_a_null_query_embedding_is_named_down_and_up(db_url, embedder):
         assert conn.execute(query, [vector]).fetchall() == at_head
         with pytest.raises(psycopg.errors.DataException, match="query embedding has 3 dimensions, collection 'm' has 384"):
             conn.execute("SELECT * FROM windowrag.dense_search('m', '[1,2,3]'::vector)")
+
+
+def test_0027_arguments_checked_and_max_sentences_cuts_down_and_up(db_url, embedder):
+    """0027: a NULL k is an error naming it (0026 returned every window), and max_sentences below
+    one window's size cuts that window around its hit (0026 skipped it and returned nothing); the
+    downgrade gives back 0026's functions, the upgrade the live ones, the same results otherwise."""
+    with scratch_database(db_url, "migration_0027_test") as url, db.connect(url, autocommit=True) as conn:
+        text = " ".join(f"Sentence {i} says fact {i}." for i in range(12)) + " The key fact is alpha beta gamma."
+        _ingest_text(conn, embedder, text)
+        vector = str(embedder.embed_query("alpha beta gamma").tolist())
+        windows = ("SELECT first_ordinal, last_ordinal FROM windowrag.search_windows('many', 'alpha beta gamma', "
+                   "%s::vector, k => 1, window_size => 3, mode => 'bm25'{})")
+        at_head = conn.execute(windows.format(""), [vector]).fetchall()
+        assert at_head == [(9, 12)]  # the one BM25 hit is the last sentence: three before it
+        assert conn.execute(windows.format(", max_sentences => 2"), [vector]).fetchall() == [(11, 12)]
+        with pytest.raises(psycopg.errors.NullValueNotAllowed, match="search_windows: k must not be NULL"):
+            conn.execute(windows.format("").replace("k => 1", "k => NULL"), [vector])
+        db.downgrade(conn, "0026")
+        assert conn.execute(windows.format(", max_sentences => 2"), [vector]).fetchall() == []
+        every = windows.format("").replace("k => 1", "k => NULL").replace("window_size => 3, mode => 'bm25'", "window_size => 0")
+        assert conn.execute(every, [vector]).fetchall() == [(0, 12)]  # no error: every hit walked, merged
+        assert conn.execute(windows.format(""), [vector]).fetchall() == at_head
+        db.upgrade(conn)
+        assert conn.execute(windows.format(", max_sentences => 2"), [vector]).fetchall() == [(11, 12)]
+        with pytest.raises(psycopg.errors.NullValueNotAllowed):
+            conn.execute(windows.format("").replace("k => 1", "k => NULL"), [vector])
+        assert conn.execute(windows.format(""), [vector]).fetchall() == at_head
