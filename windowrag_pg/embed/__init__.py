@@ -5,7 +5,11 @@ any other name is loaded with sentence-transformers (optional 'hf' extra).
 """
 from __future__ import annotations
 
+import difflib
+import os
+
 from windowrag_pg.embed.base import BGE_QUERY_INSTRUCTION, Embedder, EmbeddingError, MissingExtraError
+from windowrag_pg.embed.hub import model_source_problem
 
 DEFAULT_EMBEDDER = "bge-small-en"
 DEFAULT_EMBEDDER_MODEL_ID = "onnx:bge-small-en-v1.5-int8"  # = onnx_bge.DEFAULT_MODEL_ID, without importing it
@@ -36,9 +40,24 @@ def get_embedder(name: str | None = None, **options) -> Embedder:
         return OnnxBgeEmbedder(**options)
     if not isinstance(name, str) or not name.strip():
         raise EmbeddingError(f"embedder name must be a non-empty string, got {name!r}")
+    near = close_to_builtin(name)
+    if near:
+        raise EmbeddingError(f"unknown embedder {name!r}: did you mean {near!r} (the built-in BGE small, offline)?")
+    target = name.removeprefix(SENTENCE_TRANSFORMERS_PREFIX)
+    problem = model_source_problem(target)  # before importing torch (~10 s)
+    if problem:
+        raise EmbeddingError(f"could not load sentence-transformers model: {problem}")
     from windowrag_pg.embed.sentence_transformers import SentenceTransformerEmbedder
 
-    return SentenceTransformerEmbedder(name.removeprefix(SENTENCE_TRANSFORMERS_PREFIX), **options)
+    return SentenceTransformerEmbedder(target, **options)
+
+
+def close_to_builtin(name: str) -> str | None:
+    """The built-in embedder's name when NAME looks like a typo of it (not a hub id "org/name",
+    nor a folder that exists)."""
+    if "/" in name or os.path.isdir(os.path.expanduser(name)):
+        return None
+    return next(iter(difflib.get_close_matches(name.lower(), [DEFAULT_EMBEDDER], n=1, cutoff=0.8)), None)
 
 
 def embedder_of_collection(collection: str, model_id: str, *, error: type[Exception], owner: str) -> Embedder:

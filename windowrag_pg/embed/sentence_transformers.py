@@ -21,6 +21,7 @@ from windowrag_pg.embed.base import (
     resolve_query_instruction,
     unique_texts,
 )
+from windowrag_pg.embed.hub import model_source_problem
 
 # sentence-transformers sorts by length inside one encode() call, so hand it several
 # batches at a time; progress is reported per such chunk.
@@ -60,6 +61,9 @@ class SentenceTransformerEmbedder(Embedder):
         return self._model.get()
 
     def _load(self):
+        problem = model_source_problem(self.model_name_or_path)
+        if problem:
+            raise EmbeddingError(f"could not load sentence-transformers model: {problem}")
         try:
             return self._st.SentenceTransformer(self.model_name_or_path, device=self.device)
         except Exception as exc:  # OSError offline, ValueError bad folder, ...

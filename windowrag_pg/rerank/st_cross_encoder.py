@@ -10,6 +10,7 @@ import os
 import numpy as np
 
 from windowrag_pg.embed.base import LoadOnce, import_optional
+from windowrag_pg.embed.hub import model_source_problem
 from windowrag_pg.rerank.base import Reranker, RerankError
 
 
@@ -38,6 +39,9 @@ class SentenceTransformerCrossEncoder(Reranker):
         return self._model.get()
 
     def _load(self):
+        problem = model_source_problem(self.model_name_or_path)
+        if problem:
+            raise RerankError(f"could not load CrossEncoder: {problem}")
         try:
             model = self._st.CrossEncoder(self.model_name_or_path, max_length=self.max_length, device=self.device)
         except Exception as exc:  # OSError offline, ValueError bad folder, ...
