@@ -166,7 +166,7 @@ def test_cli_bulk_flags(db_url, conn, collection_name, tmp_path, capsys):
     one.write_text("One more document. Loaded in bulk into a populated collection.")
     assert main(base + [str(one), "--bulk"]) == 0
     out = capsys.readouterr().out
-    assert "1 documents (1 added" in out and "bulk load, HNSW index built in" in out
+    assert "1 document (1 added" in out and "bulk load, HNSW index built in" in out
     assert index_state(conn, collection_name) == "valid"
     other = f"{collection_name}_auto"
     assert main(["--database-url", db_url, "ingest", str(path), "--collection", other, "--json"]) == 0

@@ -187,3 +187,60 @@ def test_an_ingest_of_nothing_readable_makes_no_collection(db_url, conn, collect
     assert main(["--database-url", db_url, "ingest", str(missing), str(tmp_path / "note.md"),
                  "--collection", collection_name]) == 1  # the readable one is stored, the failure reported
     assert [d["id"] for d in wr.list_documents(conn, collection=collection_name)] == [str(tmp_path / "note.md")]
+
+
+def test_a_project_folder_is_ingested_without_its_hidden_and_other_files(db_url, collection_name, tmp_path, capsys):
+    """A folder with .git and images failed (exit 1, "unknown suffix" for each) and stored the
+    text files under .git; an empty folder reported "0 documents" and exit 0."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "page.md").write_text("# Boats\n\nThe supply boat arrives on Tuesdays.\n")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (tmp_path / ".git" / "notes.txt").write_text("Not a document of the project.\n")
+    (tmp_path / ".hidden.md").write_text("# Hidden\n\nNot this either.\n")
+    (tmp_path / "pic.png").write_bytes(b"\x89PNG\r\n")
+    assert main(["--database-url", db_url, "ingest", str(tmp_path), "--collection", collection_name]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("1 document (1 added") and err == ""
+    assert main(["--database-url", db_url, "documents", "--collection", collection_name, "--json"]) == 0
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [str((tmp_path / "docs" / "page.md").resolve())]
+    empty = tmp_path / "empty"
+    (empty / "img").mkdir(parents=True)
+    (empty / "img" / "a.png").write_bytes(b"\x89PNG\r\n")
+    assert main(["--database-url", db_url, "ingest", str(empty), "--collection", collection_name]) == 1
+    assert f"error: {empty}: no file to read in this folder (1 other file passed over)" in capsys.readouterr().err
+
+
+def test_a_deleted_file_is_deleted_by_its_relative_path(db_url, collection_name, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gone.txt").write_text("Gone soon. It was here once.\n")
+    assert main(["--database-url", db_url, "ingest", "gone.txt", "--collection", collection_name]) == 0
+    (tmp_path / "gone.txt").unlink()  # the usual reason to delete it
+    assert main(["--database-url", db_url, "delete", "gone.txt", "--collection", collection_name]) == 0
+    assert capsys.readouterr().out.strip().endswith(f"deleted {tmp_path.resolve() / 'gone.txt'}")
+
+
+def test_rse_with_the_default_selection_says_which_selection_ran(conn, collection_name, embedder):
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(DOCS)
+    result = Pipeline(conn, collection=collection_name, embedder=embedder).search("rotate keys", rse="balanced")
+    assert result.trace["options"]["selection"] == "windows"
+    assert any(note.startswith("rse='balanced' runs over fixed windows") for note in result.trace["notes"])
+    assert not any("contexts for k=" in note for note in result.trace["notes"])
+
+
+def test_a_bad_statement_timeout_setting_is_named(db_url, monkeypatch, capsys):
+    monkeypatch.setenv("WINDOWRAG_STATEMENT_TIMEOUT_MS", "abc")
+    assert main(["--database-url", db_url, "stats"]) == 1
+    assert "WINDOWRAG_STATEMENT_TIMEOUT_MS='abc' is not a whole number of milliseconds" in capsys.readouterr().err
+
+
+def test_piped_output_is_not_cut_to_the_terminal_width(db_url, conn, collection_name, embedder, capsys):
+    long_id = "a-document-id-long-enough-that-eighty-columns-would-cut-it-" + "x" * 60
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest([
+        SourceDocument(external_id=long_id, format="text", text="Signing keys are rotated every month.")])
+    assert main(["--database-url", db_url, "documents", "--collection", collection_name]) == 0
+    assert long_id in capsys.readouterr().out  # capsys is not a terminal, as a pipe
+    assert main(["--database-url", db_url, "query", "rotate keys", "--collection", collection_name,
+                 "--min-relevance", "none"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"[1] [{long_id}], chars 0–37 — score ") and "\nSigning keys are rotated every month.\n" in out

@@ -49,7 +49,7 @@ def test_cli_ingest_exits_1_after_the_summary_when_an_input_failed(db_url, colle
     code = main(["--database-url", db_url, "ingest", str(tmp_path), "--collection", collection_name])
     out, err = capsys.readouterr()
     assert code == 1
-    assert "1 documents (1 added" in out and "bad.txt" in err
+    assert "1 document (1 added" in out and "bad.txt" in err
     code = main(["--database-url", db_url, "ingest", str(tmp_path / "good.txt"), "--collection", collection_name])
     assert code == 0 and "1 unchanged" in capsys.readouterr().out
 

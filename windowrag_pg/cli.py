@@ -26,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args) or 0
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other commands do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 141
     except (ValueError, RuntimeError, LookupError) as exc:  # our errors carry readable messages
         print(f"windowrag: error: {exc}", file=sys.stderr)
         return 1
@@ -225,7 +228,7 @@ def cmd_ingest(args) -> int:
     else:
         _print_ingest_report(report)
     if report.interrupted:
-        print(f"windowrag: interrupted: the {report.documents} documents above are stored, "
+        print(f"windowrag: interrupted: the {_count(report.documents, 'document')} above are stored, "
               "the rest were not ingested (run the same command again to go on)", file=sys.stderr)
         return 130
     return 1 if report.errors else 0  # after the summary: a script must see that an input failed
@@ -255,10 +258,15 @@ def _stop_on_ctrl_c():
         signal.signal(signal.SIGINT, previous)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _print_ingest_report(report) -> None:
     print(
-        f"{report.documents} documents ({report.added} added, {report.replaced} replaced, "
-        f"{report.metadata_updated} metadata updated, {report.unchanged} unchanged), {report.sections} sections, {report.sentences} sentences "
+        f"{_count(report.documents, 'document')} ({report.added} added, {report.replaced} replaced, "
+        f"{report.metadata_updated} metadata updated, {report.unchanged} unchanged), "
+        f"{_count(report.sections, 'section')}, {_count(report.sentences, 'sentence')} "
         f"in {report.seconds:.1f} s ({report.sentences_per_second:.0f} sentences/s)"
         + (f"; bulk load, HNSW index built in {report.index_seconds:.1f} s" if report.bulk else "")
     )
@@ -333,6 +341,14 @@ def _given_or_none(value, default):
     return None if value == "none" else _given(value, default)
 
 
+def _table_console():
+    """A terminal's width on a terminal; elsewhere (a pipe, a file) tables as wide as their cells:
+    ids cut to "/work/main/wind…" cannot be passed to `windowrag delete`."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=100_000)
+
+
 def _print_contexts(result) -> None:
     from rich.console import Console
     from rich.panel import Panel
@@ -342,9 +358,12 @@ def _print_contexts(result) -> None:
     if result.abstained:
         console.print(f"no relevant context ({result.trace.get('abstain')})")
     for number, context in enumerate(result.contexts, start=1):
+        heading = f"[{number}] {context.citation.label()} — score {context.score:.3f}"
+        if not sys.stdout.isatty():  # to a file or a pipe: whole lines, no box cut at 80 columns
+            print(f"{heading}\n{context.text}\n")
+            continue
         # Text(), not markup: document text and ids may hold [brackets]
-        title = Text(f"[{number}] {context.citation.label()} — score {context.score:.3f}")
-        console.print(Panel(Text(context.text), title=title, title_align="left"))
+        console.print(Panel(Text(context.text), title=Text(heading), title_align="left"))
 
 
 def cmd_embed_query(args) -> int:
@@ -374,7 +393,8 @@ def cmd_delete(args) -> int:
     with _connect(args) as conn:
         collection = get_collection(conn, args.collection)
         deleted = delete_document(conn, collection, document_id)
-        if not deleted and Path(document_id).exists():  # a file's path, typed any way: its id
+        if not deleted and file_document_id(document_id) != document_id:
+            # a file's path typed any way (relative, through a symlink), also once the file is gone
             document_id = file_document_id(document_id)
             deleted = delete_document(conn, collection, document_id)
     if not deleted:
@@ -404,8 +424,8 @@ def cmd_documents(args) -> int:
     table = Table("id", "title", "source", "sentences", "sections")
     for row in rows:
         table.add_row(*(str(row[key]) if row[key] is not None else "" for key in ("id", "title", "source", "sentences", "sections")))
-    Console().print(table)
-    print(f"{len(rows)} documents in {args.collection!r}")
+    _table_console().print(table)
+    print(f"{_count(len(rows), 'document')} in {args.collection!r}")
     return 0
 
 
@@ -414,7 +434,7 @@ def cmd_delete_collection(args) -> int:
 
     with _connect(args) as conn:
         documents = delete_collection(conn, args.name)
-    print(f"deleted collection {args.name!r} ({documents} documents)")
+    print(f"deleted collection {args.name!r} ({_count(documents, 'document')})")
     return 0
 
 
@@ -446,7 +466,7 @@ def cmd_stats(args) -> int:
     for row in rows:
         table.add_row(*(str(row[key]) for key in ("collection", "embedding_model", "dimension", "unit",
                                                   "documents", "sections", "sentences", "lexemes")))
-    Console().print(table)
+    _table_console().print(table)
     return 0
 
 

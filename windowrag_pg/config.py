@@ -31,4 +31,13 @@ def read_database_url_from_env() -> str | None:
 
 
 def statement_timeout_ms() -> int:
-    return int(os.environ.get(STATEMENT_TIMEOUT_ENV, "30000"))
+    """$WINDOWRAG_STATEMENT_TIMEOUT_MS (0: none), else 30 s; a value that is not a whole number
+    of milliseconds is named."""
+    raw = os.environ.get(STATEMENT_TIMEOUT_ENV, "").strip() or "30000"
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"{STATEMENT_TIMEOUT_ENV}={raw!r} is not a whole number of milliseconds (0: no timeout)")
+    return value

@@ -340,6 +340,13 @@ class Pipeline:
         mark = time.perf_counter()
         contexts = order_contexts(contexts, order="score")
         notes = list(retrieved.notes)
+        if wanted > options.k and len(retrieved.contexts) >= options.k:
+            # the pool asked of the retriever for reranking or RSE; k contexts were there to choose from
+            notes = [n for n in notes if not n.startswith(f"{len(retrieved.contexts)} contexts for k={wanted}:")]
+        if options.selection != "windows":  # rse= runs over fixed windows only (steps())
+            notes.append(f"rse={options.rse!r} runs over fixed windows: selection 'windows' was used, not "
+                         f"{options.selection!r} (which chooses runs of sentences within token_budget itself; "
+                         "leave rse unset for it)")
         if options.token_budget is None and sum(c.token_count for c in contexts) > MAX_RETURNED_TOKENS:
             notes.append(f"the contexts were cut to {MAX_RETURNED_TOKENS} tokens (limit token_budget; set a token budget)")
         contexts = apply_token_budget(contexts, budget=options.token_budget or MAX_RETURNED_TOKENS, trim=self._trim)
@@ -349,7 +356,7 @@ class Pipeline:
         timings["total_ms"] = (time.perf_counter() - started) * 1000
 
         trace = {
-            "options": {**asdict(options), "rse": asdict(rse_params) if rse_params else None,
+            "options": {**asdict(options), "selection": "windows", "rse": asdict(rse_params) if rse_params else None,
                         "filters": filters},
             "retrieval": [_window_trace(w) for w in sorted(windows, key=lambda w: w.retrieval_rank)],
             "rerank": ([{"retrieval_rank": w.retrieval_rank, "document_id": w.context.document_id,

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .parse import ParseError, check_document_size, decode_text, detect_format
+from .parse import FORMAT_BY_SUFFIX, ParseError, check_document_size, decode_text, detect_format
 
 FILE_FORMATS = ("text", "markdown", "html", "pdf")
 RECORD_FORMATS = ("text", "markdown", "html")
@@ -53,16 +53,39 @@ class SourceCheckError(ValueError):
 
 
 def iter_sources(paths: Iterable[str | Path]) -> Iterator[SourceDocument | SourceError]:
-    """Documents of files and folders (recursively); a file's document id is ``file_document_id``."""
+    """Documents of files and folders (recursively); a file's document id is ``file_document_id``.
+
+    In a folder, hidden files and folders (.git, .venv, ...) and files of other formats (images,
+    binaries) are passed over: a project folder holds them; a file named on its own is read or
+    refused. A folder with no file to read is an error naming it."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            for child in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
+            readable, others = folder_files(path)
+            if not readable:
+                found = f" ({others} other file{'s' if others != 1 else ''} passed over)" if others else ""
+                yield SourceError(str(path), f"no file to read in this folder{found}: "
+                                             f"the formats read are {', '.join(sorted(FORMAT_BY_SUFFIX))}")
+            for child in readable:
                 yield from _read_file(child, external_id=file_document_id(child))
         elif path.is_file():
             yield from _read_file(path, external_id=file_document_id(path))
         else:
             yield SourceError(str(path), "no such file or folder")
+
+
+def folder_files(folder: Path) -> tuple[list[Path], int]:
+    """The files of FOLDER (recursively, sorted) in a format that is read, and how many other
+    files were passed over; hidden files and everything under a hidden folder are not counted."""
+    readable, others = [], 0
+    for child in sorted(folder.rglob("*")):
+        if any(part.startswith(".") for part in child.relative_to(folder).parts) or not child.is_file():
+            continue
+        if child.suffix.lower() in FORMAT_BY_SUFFIX:
+            readable.append(child)
+        else:
+            others += 1
+    return readable, others
 
 
 def file_document_id(path: str | Path) -> str:
@@ -100,8 +123,8 @@ def _read_file(path: Path, *, external_id: str) -> Iterator[SourceDocument | Sou
         return
     try:
         text = decode_text(data, str(path))
-    except ParseError as exc:
-        yield SourceError(str(path), str(exc))
+    except ParseError as exc:  # its message starts with the name, which the SourceError carries
+        yield SourceError(str(path), str(exc).removeprefix(f"{path}: "))
         return
     yield SourceDocument(external_id=external_id, format=fmt, text=text, title=None, source=external_id,
                          origin=str(path))

@@ -43,7 +43,7 @@ __all__ = [
 
 TEXT_FORMATS = ("text", "markdown", "html")
 
-_FORMAT_BY_SUFFIX = {
+FORMAT_BY_SUFFIX = {
     ".txt": "text",
     ".text": "text",
     ".md": "markdown",
@@ -84,9 +84,9 @@ def detect_format(path: str | PurePath) -> str:
     """The format name for a file path, from its suffix (case-insensitive)."""
     suffix = PurePath(path).suffix.lower()
     try:
-        return _FORMAT_BY_SUFFIX[suffix]
+        return FORMAT_BY_SUFFIX[suffix]
     except KeyError:
-        known = ", ".join(sorted(_FORMAT_BY_SUFFIX))
+        known = ", ".join(sorted(FORMAT_BY_SUFFIX))
         shown = repr(suffix) if suffix else "none"
         raise ParseError(
             f"cannot tell the format of {str(path)!r}: unknown suffix {shown} (known: {known})"

@@ -15,6 +15,7 @@ One section for the whole document: the outline (bookmarks) is not used.
 from __future__ import annotations
 
 import io
+import logging
 
 from windowrag_pg.parse import ParseError, build_sections
 from windowrag_pg.parse.types import Block, ParsedDocument
@@ -27,6 +28,11 @@ _FULL_LINE_SHARE = 0.7
 def parse_pdf_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument:
     import pypdf  # imported here: only PDF ingestion pays for it
 
+    # pypdf logs what it repairs ("invalid pdf header", "EOF marker not found") without naming
+    # the file: a damaged file is reported once, by name, from the error below
+    pypdf_log = logging.getLogger("pypdf")
+    level = pypdf_log.level
+    pypdf_log.setLevel(logging.ERROR)
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
@@ -36,6 +42,8 @@ def parse_pdf_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument:
         raise
     except Exception as error:  # pypdf raises many types for damaged files
         raise ParseError(f"unreadable PDF: {type(error).__name__}: {error}") from None
+    finally:
+        pypdf_log.setLevel(level)
 
     parts: list[str] = []
     blocks: list[Block] = []
