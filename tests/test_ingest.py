@@ -194,3 +194,42 @@ def test_a_database_error_fails_its_document_only_and_the_batch_goes_on(conn, db
     assert "documents_pkey" in report.errors[0].message or "duplicate key" in report.errors[0].message
     assert ingestor.ingest([doc("collides", "This one meets the squatter.")]).added == 1  # the sequence moved on
     assert counts(conn, collection_name)[0] == 6
+
+
+def test_two_first_ingests_of_a_new_collection_at_once_both_succeed(db_url, conn, collection_name, embedder):
+    """Both sessions saw no index and created it: the second failed with a raw UniqueViolation
+    on pg_class (2 of 5 tries of two processes). Made certain here: one session creates the index
+    and holds its transaction open while the other asks for it."""
+    import threading
+    import time
+
+    from windowrag_pg.db.connection import connect
+    from windowrag_pg.store import collections as store
+
+    collection = store.ensure_collection(conn, collection_name, embedding_model=embedder.model_id,
+                                         dimension=embedder.dimension, index=False)
+    first = connect(db_url)  # not autocommit: its CREATE INDEX stays uncommitted
+    second = connect(db_url, autocommit=True)
+    try:
+        first.execute(store._index_statement(collection, None, None, concurrently=False))
+        failure: list[BaseException] = []
+
+        def ensure() -> None:
+            try:
+                store.ensure_collection_index(second, collection)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                failure.append(exc)
+
+        thread = threading.Thread(target=ensure)
+        thread.start()
+        time.sleep(1.0)  # the second session's CREATE INDEX now waits on the first's catalog row
+        first.commit()
+        thread.join(30)
+        assert not thread.is_alive() and failure == []
+        assert store.collection_index_state(second, collection) == "valid"
+    finally:
+        first.close()
+        second.close()
+    report = Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
+        [SourceDocument(external_id="a", format="text", text="One sentence here. Another one there.")])
+    assert report.added == 1 and not report.errors

@@ -278,7 +278,13 @@ def ensure_collection_index(conn: psycopg.Connection, collection: Collection) ->
             return
         if state == "invalid":
             conn.execute(_drop_index_statement(collection, concurrently=False))
-        conn.execute(_index_statement(collection, *_statistics_of_rows(conn, collection), concurrently=False))
+        try:
+            with conn.transaction():  # a savepoint inside the caller's transaction
+                conn.execute(_index_statement(collection, *_statistics_of_rows(conn, collection), concurrently=False))
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+            # two first ingests of a new collection at once: the other session created it
+            if collection_index_state(conn, collection) != "valid":
+                raise
     except psycopg.errors.InsufficientPrivilege as exc:
         raise CollectionError(
             f"collection {collection.name!r} has no vector index yet and this role may not create one: "
