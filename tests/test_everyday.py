@@ -244,3 +244,35 @@ def test_piped_output_is_not_cut_to_the_terminal_width(db_url, conn, collection_
                  "--min-relevance", "none"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"[1] [{long_id}], chars 0–37 — score ") and "\nSigning keys are rotated every month.\n" in out
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"k": None}, "k must be a whole number from 1 to 1000, not None"),
+    ({"candidates": None}, "candidates must be a whole number from 1 to 1000, not None"),
+    ({"rerank": "yes"}, "rerank must be True or False, not 'yes'"),
+    ({"mode": "hibrid"}, "mode must be one of hybrid, dense, bm25, not 'hibrid'"),
+    ({"order": "bogus"}, "order must be one of score, document, not 'bogus'"),
+    ({"rse": "bogus"}, "rse: unknown RSE preset 'bogus'"),
+    ({"proximity_scale": None}, "proximity_scale must be a positive number, not None"),
+])
+def test_python_options_are_checked_by_name_before_any_query(options, message):
+    """None or a bad value got past the checks: a TypeError deep inside, a SQL error, or (before
+    migration 0027) a silent 'no sentence matched' for candidates=None."""
+    from windowrag_pg.pipeline import PipelineOptions
+    from windowrag_pg.retrieve.retriever import QueryError
+
+    with pytest.raises(QueryError) as raised:
+        PipelineOptions(**options)
+    assert str(raised.value).startswith(message)
+
+
+def test_an_empty_path_and_paths_given_to_ingest_are_named(conn, collection_name, embedder):
+    assert [(e.name, e.message) for e in wr.iter_sources([""])] == [("''", "an empty path names no file or folder")]
+    with pytest.raises(TypeError, match=r"Ingestor.ingest takes SourceDocuments, not str .*iter_sources\(paths\)"):
+        Ingestor(conn, collection=collection_name, embedder=embedder).ingest(["windowrag_pg/samples/security.md"])
+
+
+def test_a_new_collection_name_needs_a_visible_character(conn, embedder):
+    for name in ("   ", "tab\there"):
+        with pytest.raises(CollectionError, match="must have a visible character and no control characters"):
+            Ingestor(conn, collection=name, embedder=embedder)

@@ -9,6 +9,8 @@ from importlib import resources
 import pytest
 
 import windowrag_pg
+from windowrag_pg.db.connection import connect
+from windowrag_pg.retrieve.filters import FilterError
 from windowrag_pg.retrieve.retriever import QueryError
 
 from .conftest import require_optional
@@ -72,9 +74,10 @@ def test_llama_index_retriever_returns_the_contexts_of_search(db_url, conn, llam
             nodes = retriever.retrieve(query)
             assert [(n.node.get_content(), n.node.metadata) for n in nodes] == want
             assert [n.score for n in nodes] == [m["score"] for _, m in want]
-    # the ingested titles come from the file names, the formats from their suffixes (markdown sections)
+    # the formats come from the file names' suffixes (markdown sections), a Markdown document's
+    # title from its first heading, as a file's ingest titles it
     node = by_url.retrieve("dental plan premium")[0].node
-    assert node.metadata["title"] == "handbook" and node.metadata["section_path"][-1] == "Dental"
+    assert node.metadata["title"] == "Acme Robotics employee handbook" and node.metadata["section_path"][-1] == "Dental"
 
 
 def test_llama_index_query_engine_uses_the_retriever_unchanged(db_url, llama_collection):
@@ -152,11 +155,31 @@ def test_langchain_documents_are_ingested(db_url, collection_name):
                  for name, text in sample_texts().items()]
     documents.append(Document(id="", page_content="No id and no source.", metadata={}))
     report = ingest_documents(documents, connection=db_url, collection=collection_name)
-    assert report.added == 2 and len(report.errors) == 1 and "external_id" in report.errors[0].message
+    assert report.added == 2 and [(e.name, e.message) for e in report.errors] == [
+        ("document 3", "has neither an id nor metadata 'source' to name it by")]
     retriever = WindowragRetriever(collection=collection_name, url=db_url, k=1,
                                    filters={"metadata.lang": "en"})
     [document] = retriever.invoke("Who pays the dental premium?")
     assert document.metadata["document_id"] == "handbook.md"
+
+
+def test_langchain_pages_of_one_source_are_each_kept(db_url, collection_name):
+    """A PDF loader's pages (or a splitter's chunks) share metadata 'source' and have no id: the
+    source as the id made each page replace the one before (2 of 3 pages lost, no error)."""
+    require_optional("langchain_core", "langchain-core")
+    from langchain_core.documents import Document
+
+    from windowrag_pg.integrations.langchain import ingest_documents
+
+    pages = [Document(page_content=f"Page {i} talks about topic {i}. Second sentence of page {i}.",
+                      metadata={"source": "report.pdf", "page": i}) for i in range(3)]
+    report = ingest_documents(pages, connection=db_url, collection=collection_name)
+    assert report.added == 3 and not report.errors
+    again = ingest_documents(pages, connection=db_url, collection=collection_name)  # the same ids again
+    assert again.unchanged == 3 and again.added == again.replaced == 0
+    with connect(db_url) as conn:
+        ids = [r["id"] for r in windowrag_pg.list_documents(conn, collection=collection_name)]
+    assert sorted(ids) == ["report.pdf", "report.pdf#1", "report.pdf#2"]
 
 
 def test_bad_options_fail_when_the_retriever_is_built():
@@ -168,3 +191,7 @@ def test_bad_options_fail_when_the_retriever_is_built():
             retriever(collection="x", top_k=3)
         with pytest.raises(QueryError, match="rerank_candidates"):
             retriever(collection="x", rerank_candidates=0)
+        with pytest.raises(QueryError, match="mode must be one of hybrid, dense, bm25, not 'hibrid'"):
+            retriever(collection="x", mode="hibrid")
+        with pytest.raises(FilterError, match="unknown filter key 'bogus'"):
+            retriever(collection="x", filters={"bogus": 1})

@@ -223,7 +223,7 @@ class Ingestor:
         report = IngestReport()
         started = time.perf_counter()
         pending: list[_Prepared] = []
-        sources = iter(sources)
+        sources = _checked(sources)
         head = list(islice(sources, BULK_MIN_DOCUMENTS + 1)) if self.bulk is None else []
         sources = chain(head, sources)
         report.bulk = self._begin(inputs=len(head))
@@ -523,3 +523,14 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, EXPECTED_ERRORS):
         return str(exc)
     return f"unexpected {type(exc).__name__}: {exc}"
+
+
+def _checked(sources: Iterable[SourceDocument | SourceError]) -> Iterator[SourceDocument | SourceError]:
+    """SOURCES, refusing what is neither (a list of paths raised AttributeError from deep inside)."""
+    if isinstance(sources, (str, bytes)):
+        raise TypeError("Ingestor.ingest takes SourceDocuments, not a path: windowrag_pg.iter_sources([path]) reads files")
+    for source in sources:
+        if not isinstance(source, (SourceDocument, SourceError)):
+            raise TypeError(f"Ingestor.ingest takes SourceDocuments, not {type(source).__name__} ({source!r:.80}): "
+                            "windowrag_pg.iter_sources(paths) reads files and folders")
+        yield source

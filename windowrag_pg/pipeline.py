@@ -21,15 +21,15 @@ import numpy as np
 import psycopg
 
 from .assemble.context import (
-    AssembledContext, Citation, SentenceInfo, apply_token_budget, fit_sentences, order_contexts,
+    ORDERS, AssembledContext, Citation, SentenceInfo, apply_token_budget, fit_sentences, order_contexts,
 )
 from .db.source import connection_source
 from .db.sqlfiles import load_sql
 from .db.statements import Statement, Steps, run_steps
 from .embed.base import Embedder
-from .limits import LIMITS, MAX_RETURNED_TOKENS, first_problem
+from .limits import LIMITS, MAX_RETURNED_TOKENS, first_problem, problem
 from .rerank.base import Reranker
-from .retrieve.retriever import Context, QueryError, Retriever, SearchOptions
+from .retrieve.retriever import CLAMPS, MODES, Context, QueryError, Retriever, SearchOptions
 from .retrieve.retriever import Candidates
 from .segment.abstain import abstain_reason, needs_verification, sentences_to_verify
 from .segment.relevance import window_sentence_relevance
@@ -113,8 +113,26 @@ class PipelineOptions:
         found = first_problem(**{name: getattr(self, name) for name in (
             "k", "window", "candidates", "ef_search", "rrf_k", "max_sentences", "rerank_candidates",
             "rerank_tokens", "rerank_token_budget", "token_budget")})
+        # first_problem passes None over (an option left unset); these have no "unset"
+        found = found or next(filter(None, (problem(name, getattr(self, name)) for name in (
+            "k", "window", "candidates", "ef_search", "rrf_k", "rerank_candidates") if getattr(self, name) is None)), None)
         if found:
             raise QueryError(found)
+        for name, allowed in (("mode", MODES), ("clamp", CLAMPS), ("order", ORDERS)):
+            if getattr(self, name) not in allowed:
+                raise QueryError(f"{name} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}")
+        if not isinstance(self.rerank, bool):
+            raise QueryError(f"rerank must be True or False, not {self.rerank!r}")
+        if not isinstance(self.radius, int) or isinstance(self.radius, bool) or not 0 <= self.radius <= 1000:
+            raise QueryError(f"radius must be an integer between 0 and 1000, not {self.radius!r}")
+        if isinstance(self.proximity_scale, bool) or not isinstance(self.proximity_scale, (int, float)) \
+                or not 0 < self.proximity_scale < float("inf"):
+            raise QueryError(f"proximity_scale must be a positive number, not {self.proximity_scale!r}")
+        if self.rse is not None and not isinstance(self.rse, RSEParams):
+            try:
+                get_params(self.rse)
+            except (ValueError, TypeError) as exc:
+                raise QueryError(f"rse: {exc}") from None
 
 
 @dataclass(slots=True)

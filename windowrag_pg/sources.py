@@ -59,6 +59,9 @@ def iter_sources(paths: Iterable[str | Path]) -> Iterator[SourceDocument | Sourc
     binaries) are passed over: a project folder holds them; a file named on its own is read or
     refused. A folder with no file to read is an error naming it."""
     for raw in paths:
+        if not str(raw).strip():  # Path("") is the working directory, which nobody means by it
+            yield SourceError(repr(str(raw)), "an empty path names no file or folder")
+            continue
         path = Path(raw)
         if path.is_dir():
             readable, others = folder_files(path)

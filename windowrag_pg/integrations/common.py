@@ -15,8 +15,10 @@ from ..db.source import is_async
 from ..db.connection import connect
 from ..ingest import Ingestor, IngestReport
 from ..pipeline import Pipeline, PipelineOptions
+from ..retrieve.filters import compile_filters
 from ..retrieve.retriever import QueryError
-from ..sources import SourceDocument
+from ..store.collections import check_collection_name
+from ..sources import SourceDocument, SourceError
 
 SEARCH_OPTIONS = tuple(f.name for f in fields(PipelineOptions))
 # the metadata every retrieved node / document carries (the values of windowrag_pg.search)
@@ -49,20 +51,22 @@ def context_id(context: AssembledContext) -> str:
 
 def source_document(*, external_id: str, text: str, metadata: dict[str, Any] | None,
                     format: str | None = None) -> SourceDocument:
-    """A framework document as a SourceDocument: title from metadata 'title' (else the file
-    name), the format from FORMAT, else the file name's suffix, else plain text."""
+    """A framework document as a SourceDocument: title from metadata 'title' (else, for plain
+    text, the file name), the format from FORMAT, else the file name's suffix, else plain text."""
     metadata = dict(metadata or {})
     file_name = metadata.get("file_name") or metadata.get("source") or metadata.get("file_path")
     if format is None:
         suffix = PurePath(str(file_name)).suffix.lower() if file_name else ""
         format = FORMATS_BY_SUFFIX.get(suffix, "text")
-    title = metadata.get("title") or (PurePath(str(file_name)).stem if file_name else None)
+    # as a file's ingest titles it: Markdown and HTML by their first heading (the parser's), text
+    # by the file name
+    title = metadata.get("title") or (PurePath(str(file_name)).stem if file_name and format == "text" else None)
     source = metadata.get("file_path") or metadata.get("source")
     return SourceDocument(external_id=external_id, format=format, title=title, text=text,
                           source=str(source) if source is not None else None, metadata=metadata)
 
 
-def ingest_sources(sources: Iterable[SourceDocument], *, connection: Any, collection: str,
+def ingest_sources(sources: Iterable[SourceDocument | SourceError], *, connection: Any, collection: str,
                    **ingestor_options: Any) -> IngestReport:
     """Ingest into the primary: CONNECTION is a Connection or ConnectionPool, else a URL (None:
     $WINDOWRAG_DATABASE_URL, else the embedded server) connected for this call only."""
@@ -95,6 +99,9 @@ class WindowragSearch:
         if self.connection is not None and (self.url or self.read_url):
             raise ValueError("pass a connection (or pool), or url / read_url, not both")
         self.options = check_search_options(self.options or {})
+        if self.filters is not None:
+            compile_filters(self.filters)  # pure: a misspelt key or bad condition fails now, not at the first query
+        check_collection_name(self.collection)
 
     def search(self, query: str) -> list[AssembledContext]:
         import windowrag_pg

@@ -10,7 +10,8 @@ document_id, title, section_path, start_char, end_char and score.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -20,6 +21,7 @@ from pydantic import ConfigDict
 
 from ..assemble.context import AssembledContext
 from ..ingest import IngestReport
+from ..sources import SourceDocument, SourceError
 from .common import WindowragSearch, context_id, context_metadata, ingest_sources, source_document
 
 
@@ -52,8 +54,23 @@ def _document(context: AssembledContext) -> Document:
 def ingest_documents(documents: Iterable[Document], *, connection: Any = None, collection: str = "default",
                      format: str | None = None, **ingestor_options: Any) -> IngestReport:
     """Ingest LangChain Documents (whole documents: windowrag-pg splits them into sentences
-    itself). The document id is doc.id, else metadata 'source'; errors are reported per
-    document, as Ingestor does."""
-    sources = (source_document(external_id=doc.id or str(doc.metadata.get("source") or ""), text=doc.page_content,
-                               metadata=doc.metadata, format=format) for doc in documents)
-    return ingest_sources(sources, connection=connection, collection=collection, **ingestor_options)
+    itself). The document id is doc.id, else metadata 'source'; documents without an id that
+    share a source (a PDF loader's pages, a splitter's chunks) are told apart by their order
+    among those: SOURCE, SOURCE#1, SOURCE#2, ... (one id for all of them made each replace the
+    last). Errors are reported per document, as Ingestor does."""
+    return ingest_sources(_sources(documents, format), connection=connection, collection=collection,
+                          **ingestor_options)
+
+
+def _sources(documents: Iterable[Document], format: str | None) -> Iterator[SourceDocument | SourceError]:
+    seen: Counter[str] = Counter()
+    for number, doc in enumerate(documents, start=1):
+        external_id = doc.id
+        if not external_id:
+            source = str(doc.metadata.get("source") or "")
+            if not source:
+                yield SourceError(f"document {number}", "has neither an id nor metadata 'source' to name it by")
+                continue
+            external_id = source if not seen[source] else f"{source}#{seen[source]}"
+            seen[source] += 1
+        yield source_document(external_id=external_id, text=doc.page_content, metadata=doc.metadata, format=format)

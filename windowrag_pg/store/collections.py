@@ -96,6 +96,10 @@ def ensure_collection(
     if vector_index is not None and vector_index not in VECTOR_INDEXES:
         raise CollectionError(f"vector_index must be one of {', '.join(VECTOR_INDEXES)}, not {vector_index!r}")
     if conn.execute(load_sql("get_collection"), [name]).fetchone() is None:
+        if not name.strip() or any(ord(c) < 32 or ord(c) == 127 for c in name):
+            # (existing names stay usable: this is checked only when one is created)
+            raise CollectionError(f"collection name {name!r}: a new collection's name must have a visible "
+                                  "character and no control characters (tabs, newlines)")
         _create_collection(conn, name, [name, embedding_model, dimension, contextual_headers, unit,
                                         chunk_tokens, tenant or "default", vector_index or "halfvec"])
     collection = get_collection(conn, name)
