@@ -124,7 +124,8 @@ def test_bad_inputs_get_clear_errors_and_touch_nothing(conn, collection_name, em
     before = snapshot(conn, collection_name)
     for name, data in BAD_FILES.items():
         (tmp_path / name).write_bytes(data)
-    report = ingestor.ingest(iter_sources([tmp_path]))
+    # in a folder, a file of another format is passed over; named on its own, it is refused
+    report = ingestor.ingest(iter_sources([tmp_path, tmp_path / "notes.docx"]))
     by_name = {e.name.rsplit("/", 1)[-1]: e.message for e in report.errors}
     assert set(by_name) == set(BAD_FILES), by_name
     assert "empty" in by_name["empty.txt"]

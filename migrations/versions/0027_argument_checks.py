@@ -17,10 +17,10 @@ Found by calling the functions from psql with NULL and out-of-range arguments:
 - dense_search, bm25_rebuild and bm25_pack_recent put the caller's hnsw.ef_search,
   hnsw.iterative_scan and work_mem back (they lasted until the end of the caller's transaction);
   bm25_write_blocks no longer prints a NOTICE about a missing temporary table.
-No table, index or row changes. The upgrade installs sql/functions.sql and runs
-sql/comments.sql again (corrected lines); the downgrade re-installs what 0026 had
-(migrations/versions/0027_functions.sql; the two check functions stay, as at 0026 they exist
-from sql/functions.sql too).
+No table, index or row changes. The upgrade installs the two check functions
+(sql/argument_checks.sql) and sql/functions.sql, and runs sql/comments.sql again (corrected
+lines); the downgrade re-installs what 0026 had (migrations/versions/0027_functions.sql) and
+drops the check functions.
 """
 from alembic import op
 
@@ -33,6 +33,7 @@ depends_on = None
 
 
 def upgrade() -> None:
+    op.execute(load_sql("argument_checks"))
     for statement in functions_as_of(revision):
         op.execute(statement)
     op.execute(load_sql("comments"))
@@ -40,3 +41,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute(load_frozen_sql("0027_functions"))
+    op.execute("DROP FUNCTION windowrag.check_not_null(text, jsonb)")
+    op.execute("DROP FUNCTION windowrag.check_number(text, text, double precision, double precision, double precision)")

@@ -99,8 +99,8 @@ class Document(Base):
 class Section(Base):
     __tablename__ = "sections"
     __table_args__ = (UniqueConstraint("document_id", "ordinal"), {"schema": SCHEMA, "comment": (
-        "The sections of each document (heading path, level, character range): windows never cross a "
-        "section.")})
+        "The sections of each document (heading path, level, character range): windows are clamped at "
+        "their section (unless clamp => 'document').")})
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     document_id: Mapped[int] = mapped_column(ForeignKey(f"{SCHEMA}.documents.id", ondelete="CASCADE"))
     ordinal: Mapped[int] = mapped_column(Integer)
