@@ -276,3 +276,22 @@ def test_a_new_collection_name_needs_a_visible_character(conn, embedder):
     for name in ("   ", "tab\there"):
         with pytest.raises(CollectionError, match="must have a visible character and no control characters"):
             Ingestor(conn, collection=name, embedder=embedder)
+
+
+def test_collection_helpers_take_a_pool_or_a_url_and_a_model_name(db_url, conn, collection_name, embedder):
+    """list_documents, delete_collection and reembed_collection took only a Connection (an
+    AttributeError for a pool, which goes wherever a connection does), reembed only an Embedder."""
+    from psycopg_pool import ConnectionPool
+
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(DOCS)
+    with ConnectionPool(db_url, min_size=1, max_size=2) as pool:
+        assert [r["id"] for r in wr.list_documents(pool, collection=collection_name)] == ["keys", "lunch"]
+        assert wr.reembed_collection(pool, collection_name, "bge-small-en") == 7
+    assert [r["id"] for r in wr.list_documents(db_url, collection=collection_name)] == ["keys", "lunch"]
+    assert wr.delete_collection(db_url, collection_name) == 2
+
+
+def test_format_context_takes_a_retrievers_contexts(conn, collection_name, embedder):
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(DOCS)
+    contexts = wr.Retriever(conn, collection=collection_name, embedder=embedder).search("rotate keys", k=1).contexts
+    assert wr.format_context(contexts).startswith("[1] Keys [keys] › Keys, chars 2–75\nKeys\n\nSigning keys are rotated")

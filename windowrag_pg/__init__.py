@@ -15,9 +15,7 @@ from .ingest import Ingestor, IngestReport
 from .pipeline import Pipeline, PipelineOptions, PipelineResult
 from .retrieve.filters import FilterError
 from .retrieve.retriever import Context, Hit, QueryError, Retriever, SearchResult
-from .reembed import reembed_collection
 from .sources import SourceDocument, iter_sources
-from .store.collections import delete_collection
 
 __all__ = [
     "AssembledContext", "AsyncPipeline", "Citation", "Context", "DatabaseError", "FilterError", "Hit", "IngestReport",
@@ -72,10 +70,35 @@ def _pipeline(collection: str, url: str | None, read_url: str | None) -> Pipelin
     return _pipelines[key]
 
 
-def list_documents(conn, *, collection: str = "default", filters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+# The collection helpers take what Pipeline and Ingestor take: a connection, a psycopg_pool pool or
+# a URL (None: $WINDOWRAG_DATABASE_URL, else the embedded server).
+
+def list_documents(conn: Any = None, *, collection: str = "default",
+                   filters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The documents of COLLECTION matching FILTERS (the search filter language), ordered by id:
     dicts of id, title, source, format, sentences, sections, metadata, updated_at."""
     from .store.collections import get_collection
     from .store.documents import list_documents as list_collection_documents
 
-    return list_collection_documents(conn, get_collection(conn, collection), filters=filters)
+    with connection_source(conn).connection() as lent:
+        return list_collection_documents(lent, get_collection(lent, collection), filters=filters)
+
+
+def delete_collection(conn: Any, name: str) -> int:
+    """Delete collection NAME with all its documents; returns how many documents it held."""
+    from .store.collections import delete_collection as delete
+
+    with connection_source(conn).connection() as lent:
+        return delete(lent, name)
+
+
+def reembed_collection(conn: Any, name: str, embedder: Any, *, on_units: Any = None) -> int:
+    """Re-embed collection NAME with EMBEDDER (an Embedder, or a model name as `--embedder` takes),
+    which becomes its model; returns the number of sentences (windowrag_pg.reembed)."""
+    from .embed import get_embedder
+    from .reembed import reembed_collection as reembed
+
+    if isinstance(embedder, str):
+        embedder = get_embedder(embedder)
+    with connection_source(conn).connection() as lent:
+        return reembed(lent, name, embedder, on_units=on_units)

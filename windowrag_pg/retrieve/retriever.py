@@ -16,6 +16,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from ..assemble.context import Citation
 from ..db.source import connection_source
 from ..db.statements import Statement, Steps, run_steps
 from ..db.sqlfiles import load_sql
@@ -60,6 +61,13 @@ class Context:
     last_ordinal: int
     token_count: int
     document_key: int = 0  # internal windowrag.documents.id
+
+    @property
+    def citation(self) -> Citation:
+        """Its citation, as a pipeline's contexts carry it (format_context reads it)."""
+        return Citation(document_id=self.document_id, title=self.title, section_path=tuple(self.section_path),
+                        start_char=self.start_char, end_char=self.end_char, first_ordinal=self.first_ordinal,
+                        last_ordinal=self.last_ordinal)
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
