@@ -295,3 +295,25 @@ def test_format_context_takes_a_retrievers_contexts(conn, collection_name, embed
     Ingestor(conn, collection=collection_name, embedder=embedder).ingest(DOCS)
     contexts = wr.Retriever(conn, collection=collection_name, embedder=embedder).search("rotate keys", k=1).contexts
     assert wr.format_context(contexts).startswith("[1] Keys [keys] › Keys, chars 2–75\nKeys\n\nSigning keys are rotated")
+
+
+def test_json_lines_sources_and_source_filters_read_paths_as_files_do(db_url, collection_name, tmp_path, monkeypatch,
+                                                                      capsys):
+    """A JSON-lines record's source was the path as typed (`j.jsonl`), so `--filter source=` had to
+    be typed the same way, unlike a file's (absolute); a repeated id silently replaced its record."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "j.jsonl").write_text("\n".join(json.dumps(r) for r in [
+        {"id": "bees", "text": "Bees make honey in summer."},
+        {"id": "ants", "text": "Ants build hills of sand."},
+        {"id": "bees", "text": "A second record with the first one's id."}]) + "\n")
+    assert main(["--database-url", db_url, "ingest", "j.jsonl", "--collection", collection_name]) == 1
+    err = capsys.readouterr().err
+    assert f"error: j.jsonl:3: id 'bees' is already the id of line 1: this record is not ingested" in err
+    assert main(["--database-url", db_url, "documents", "--collection", collection_name, "--json",
+                 "--filter", "source=j.jsonl"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["id"], r["source"]) for r in rows] == [("ants", str(tmp_path.resolve() / "j.jsonl")),
+                                                      ("bees", str(tmp_path.resolve() / "j.jsonl"))]
+    assert main(["--database-url", db_url, "query", "honey", "--collection", collection_name, "--json",
+                 "--filter", f"source={tmp_path.resolve() / 'j.jsonl'}", "--min-relevance", "none"]) == 0
+    assert json.loads(capsys.readouterr().out)["contexts"][0]["text"] == "Bees make honey in summer."

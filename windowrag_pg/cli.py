@@ -280,6 +280,9 @@ def _cli_filters(expressions: list[str]) -> dict[str, Any]:
     filters: dict[str, Any] = {}
     for expression in expressions:
         key, condition = parse_cli_filter(expression)
+        if key == "source" and isinstance(condition, str) and Path(condition).exists():
+            # a file's path typed any way, as ingest stored it (absolute, symlinks resolved)
+            condition = str(Path(condition).resolve())
         if isinstance(condition, dict) and isinstance(filters.get(key), dict):
             filters[key].update(condition)
         else:
@@ -293,6 +296,9 @@ def cmd_query(args) -> int:
 
     filters = _cli_filters(args.filter)
     defaults = PipelineOptions()
+    if args.token_budget is not None and args.token_budget < 0:  # (PipelineOptions knows no 0)
+        raise ValueError(f"--token-budget must be 0 (no budget) or from 1 to {LIMITS['token_budget'].high}, "
+                         f"not {args.token_budget}")
     options = PipelineOptions(
         k=args.k, window=args.window, mode=args.mode, candidates=args.candidates, clamp=args.clamp,
         ef_search=_given(args.ef_search, defaults.ef_search),

@@ -139,6 +139,7 @@ def _read_jsonl(path: Path) -> Iterator[SourceDocument | SourceError]:
     except OSError as exc:
         yield SourceError(str(path), f"cannot read: {exc.strerror or exc}")
         return
+    first_line: dict[str, int] = {}  # record id -> the line that used it first
     with handle:
         for number, line in enumerate(handle, start=1):
             if number == 1 and line.startswith(b"\xef\xbb\xbf"):
@@ -164,12 +165,17 @@ def _read_jsonl(path: Path) -> Iterator[SourceDocument | SourceError]:
             if problem:
                 yield SourceError(name, problem)
                 continue
+            if str(record["id"]) in first_line:  # it would replace that record, silently
+                yield SourceError(name, f"id {str(record['id'])!r} is already the id of line "
+                                        f"{first_line[str(record['id'])]}: this record is not ingested")
+                continue
+            first_line[str(record["id"])] = number
             document = SourceDocument(
                 external_id=str(record["id"]),
                 format=record.get("format") or "text",
                 title=record.get("title"),
                 text=record["text"],
-                source=record.get("source") or str(path),
+                source=record.get("source") or file_document_id(path),
                 metadata=record.get("metadata") or {},
                 origin=name,
             )
