@@ -33,8 +33,12 @@ def test_metadata_and_id_of_a_context():
 
 
 def test_framework_documents_become_source_documents():
+    # Markdown and HTML are titled by their first heading (title None here: the parser's), as a
+    # file's ingest titles them; plain text by the file name
     md = source_document(external_id="1", text="# T\n\nx.", metadata={"file_name": "notes/guide.md", "k": 1})
-    assert (md.format, md.title, md.metadata) == ("markdown", "guide", {"file_name": "notes/guide.md", "k": 1})
+    assert (md.format, md.title, md.metadata) == ("markdown", None, {"file_name": "notes/guide.md", "k": 1})
+    text = source_document(external_id="4", text="x.", metadata={"file_name": "notes/plain.txt"})
+    assert (text.format, text.title) == ("text", "plain")
     html = source_document(external_id="2", text="<p>x</p>", metadata={"source": "https://x/y.html", "title": "Y"})
     assert (html.format, html.title, html.source) == ("html", "Y", "https://x/y.html")
     plain = source_document(external_id="3", text="x.", metadata=None, format="text")
