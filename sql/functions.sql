@@ -99,12 +99,17 @@ DECLARE
     -- section), ~100 in C (0016)
     rescore_cost integer := CASE WHEN native THEN 100 ELSE 12 END;
 BEGIN
-    PERFORM windowrag.check_not_null('bm25_search', jsonb_build_object('n', n, 'k1', k1, 'b', b, 'per_term_limit', per_term_limit));
-    PERFORM windowrag.check_number('bm25_search', 'n', n, 0, 1000);  -- 0: no list (hybrid_search's single-list modes)
-    PERFORM windowrag.check_number('bm25_search', 'k1', k1, 0);
-    PERFORM windowrag.check_number('bm25_search', 'b', b, 0, 1);
-    PERFORM windowrag.check_number('bm25_search', 'per_term_limit', per_term_limit, 1);
-    PERFORM windowrag.check_number('bm25_search', 'shortlist_size', shortlist_size, 1);  -- NULL: max(4 n, 200)
+    -- the argument checks (migration 0027) run only when one would fail: inline comparisons cost
+    -- ~nothing, the calls ~0.1 ms a search in all (NaN compares above every number in Postgres)
+    IF num_nulls(n, k1, b, per_term_limit) > 0 OR NOT (n BETWEEN 0 AND 1000 AND k1 >= 0 AND k1 < 'Infinity'
+            AND b BETWEEN 0 AND 1 AND per_term_limit >= 1 AND coalesce(shortlist_size, 1) >= 1) THEN
+        PERFORM windowrag.check_not_null('bm25_search', jsonb_build_object('n', n, 'k1', k1, 'b', b, 'per_term_limit', per_term_limit));
+        PERFORM windowrag.check_number('bm25_search', 'n', n, 0, 1000);  -- 0: no list (hybrid_search's single-list modes)
+        PERFORM windowrag.check_number('bm25_search', 'k1', k1, 0);
+        PERFORM windowrag.check_number('bm25_search', 'b', b, 0, 1);
+        PERFORM windowrag.check_number('bm25_search', 'per_term_limit', per_term_limit, 1);
+        PERFORM windowrag.check_number('bm25_search', 'shortlist_size', shortlist_size, 1);  -- NULL: max(4 n, 200)
+    END IF;
     PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, n => n);
     SELECT c.ts_config INTO config FROM windowrag.collections c WHERE c.id = cid;
     lexemes := windowrag.query_lexemes(config, query_text);
@@ -328,8 +333,10 @@ DECLARE
     caller_ef_search text := current_setting('hnsw.ef_search', true);
     caller_iterative_scan text := current_setting('hnsw.iterative_scan', true);
 BEGIN
-    PERFORM windowrag.check_not_null('dense_search', jsonb_build_object('n', n, 'ef_search', ef_search));
-    PERFORM windowrag.check_number('dense_search', 'n', n, 0, 1000);  -- 0: no list (hybrid_search's single-list modes)
+    IF num_nulls(n, ef_search) > 0 OR n NOT BETWEEN 0 AND 1000 THEN  -- (as in bm25_search)
+        PERFORM windowrag.check_not_null('dense_search', jsonb_build_object('n', n, 'ef_search', ef_search));
+        PERFORM windowrag.check_number('dense_search', 'n', n, 0, 1000);  -- 0: no list (hybrid_search's single-list modes)
+    END IF;
     PERFORM windowrag.check_search_limits(n => n, ef_search => ef_search);
     IF n <= 0 THEN
         RETURN;
@@ -421,11 +428,14 @@ RETURNS TABLE (sentence_id bigint, dense_rank integer, bm25_rank integer, rrf_sc
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 BEGIN
-    PERFORM windowrag.check_not_null('hybrid_search', jsonb_build_object(
-        'collection', collection, 'n', n, 'mode', mode, 'rrf_k', rrf_k, 'dense_weight', dense_weight,
-        'bm25_weight', bm25_weight, 'ef_search', ef_search, 'k1', k1, 'b', b));
-    PERFORM windowrag.check_number('hybrid_search', 'dense_weight', dense_weight, 0);
-    PERFORM windowrag.check_number('hybrid_search', 'bm25_weight', bm25_weight, 0);
+    IF num_nulls(collection, n, mode, rrf_k, dense_weight, bm25_weight, ef_search, k1, b) > 0
+            OR NOT (dense_weight >= 0 AND dense_weight < 'Infinity' AND bm25_weight >= 0 AND bm25_weight < 'Infinity') THEN
+        PERFORM windowrag.check_not_null('hybrid_search', jsonb_build_object(
+            'collection', collection, 'n', n, 'mode', mode, 'rrf_k', rrf_k, 'dense_weight', dense_weight,
+            'bm25_weight', bm25_weight, 'ef_search', ef_search, 'k1', k1, 'b', b));
+        PERFORM windowrag.check_number('hybrid_search', 'dense_weight', dense_weight, 0);
+        PERFORM windowrag.check_number('hybrid_search', 'bm25_weight', bm25_weight, 0);
+    END IF;
     PERFORM windowrag.check_search_limits(query_text => query_text, n => n, ef_search => ef_search, rrf_k => rrf_k);
     IF mode NOT IN ('hybrid', 'dense', 'bm25') THEN
         RAISE EXCEPTION 'windowrag: mode must be hybrid, dense or bm25, not %', quote_literal(mode)
@@ -495,10 +505,12 @@ DECLARE
     absorbed integer;
     room integer;
 BEGIN
-    PERFORM windowrag.check_not_null('search_windows', jsonb_build_object(
-        'collection', collection, 'k', k, 'window_size', window_size, 'mode', mode, 'candidates', candidates,
-        'clamp', clamp, 'rrf_k', rrf_k, 'dense_weight', dense_weight, 'bm25_weight', bm25_weight,
-        'ef_search', ef_search, 'k1', k1, 'b', b));
+    IF num_nulls(collection, k, window_size, mode, candidates, clamp, rrf_k, dense_weight, bm25_weight, ef_search, k1, b) > 0 THEN
+        PERFORM windowrag.check_not_null('search_windows', jsonb_build_object(
+            'collection', collection, 'k', k, 'window_size', window_size, 'mode', mode, 'candidates', candidates,
+            'clamp', clamp, 'rrf_k', rrf_k, 'dense_weight', dense_weight, 'bm25_weight', bm25_weight,
+            'ef_search', ef_search, 'k1', k1, 'b', b));
+    END IF;
     PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, k => k, window_size => window_size, candidates => candidates, ef_search => ef_search, max_sentences => max_sentences, rrf_k => rrf_k);
     IF clamp NOT IN ('section', 'document') THEN
         RAISE EXCEPTION 'windowrag: clamp must be section or document, not %', quote_literal(clamp)
@@ -698,10 +710,13 @@ DECLARE
     avg_length float8;
     total_idf float8;
 BEGIN
-    PERFORM windowrag.check_not_null('candidate_sentences', jsonb_build_object(
-        'candidates', candidates, 'radius', radius, 'mode', mode, 'clamp', clamp, 'rrf_k', rrf_k,
-        'dense_weight', dense_weight, 'bm25_weight', bm25_weight, 'ef_search', ef_search, 'k1', k1, 'b', b));
-    PERFORM windowrag.check_number('candidate_sentences', 'radius', radius, 0, 1000);  -- as PipelineOptions.radius
+    IF num_nulls(candidates, radius, mode, clamp, rrf_k, dense_weight, bm25_weight, ef_search, k1, b) > 0
+            OR radius NOT BETWEEN 0 AND 1000 THEN
+        PERFORM windowrag.check_not_null('candidate_sentences', jsonb_build_object(
+            'candidates', candidates, 'radius', radius, 'mode', mode, 'clamp', clamp, 'rrf_k', rrf_k,
+            'dense_weight', dense_weight, 'bm25_weight', bm25_weight, 'ef_search', ef_search, 'k1', k1, 'b', b));
+        PERFORM windowrag.check_number('candidate_sentences', 'radius', radius, 0, 1000);  -- as PipelineOptions.radius
+    END IF;
     PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, candidates => candidates, ef_search => ef_search, rrf_k => rrf_k);
     IF clamp NOT IN ('section', 'document') THEN
         RAISE EXCEPTION 'windowrag: clamp must be section or document, not %', quote_literal(clamp)
