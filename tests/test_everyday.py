@@ -317,3 +317,15 @@ def test_json_lines_sources_and_source_filters_read_paths_as_files_do(db_url, co
     assert main(["--database-url", db_url, "query", "honey", "--collection", collection_name, "--json",
                  "--filter", f"source={tmp_path.resolve() / 'j.jsonl'}", "--min-relevance", "none"]) == 0
     assert json.loads(capsys.readouterr().out)["contexts"][0]["text"] == "Bees make honey in summer."
+
+
+def test_a_sentence_floor_sends_fewer_tokens_from_the_cli(db_url, conn, collection_name, embedder, capsys):
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(DOCS)
+    tokens = {}
+    for floor in ("0", "2"):
+        assert main(["--database-url", db_url, "query", "How often are signing keys rotated?", "--collection",
+                     collection_name, "--json", "--min-relevance", "none", "--sentence-floor", floor]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["trace"]["options"]["sentence_floor"] == float(floor)
+        tokens[floor] = sum(c["token_count"] for c in result["contexts"])
+    assert 0 < tokens["2"] < tokens["0"]

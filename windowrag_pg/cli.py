@@ -100,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "two best sentences (default 0.50, 20-35 ms when it runs; 'none': the relevance model alone)")
     p.add_argument("--verify-min-score", type=float, default=None, metavar="P",
                    help="the cross-encoder's probability (0-1) one of those sentences must reach (default 0.018)")
+    p.add_argument("--sentence-floor", type=float, default=None, metavar="F",
+                   help="price of a sentence, as a share of the query's best sentence value per 32 tokens: "
+                        "sentences worth less are not sent (default 0: the budget is filled, which measured best "
+                        "at equal budgets; 0-10)")
     p.add_argument("--window", type=int, default=3, help=f"with --selection windows or value_windows: sentences each side ({describe('window')})")
     p.add_argument("--mode", default="hybrid", choices=["hybrid", "dense", "bm25"])
     p.add_argument("--candidates", type=int, default=20, help=f"candidates per list (dense, BM25) before fusion ({describe('candidates')})")
@@ -314,6 +318,7 @@ def cmd_query(args) -> int:
         verify_below=_given_or_none(args.verify_below, defaults.verify_below),
         verify_min_score=_given(args.verify_min_score, defaults.verify_min_score),
         order=args.order, max_sentences=args.max_sentences,
+        sentence_floor=_given(args.sentence_floor, defaults.sentence_floor),
     )
     reranker = None
     if options.rerank and args.reranker:
