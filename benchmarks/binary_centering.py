@@ -40,7 +40,7 @@ def collection_vectors(home: Path, collection: str) -> np.ndarray:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--collection", default="side_by_side")
     parser.add_argument("--queries", type=int, default=200)

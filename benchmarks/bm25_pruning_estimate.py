@@ -47,7 +47,7 @@ def term_postings(conn, cid: int, lexeme: str, n_sentences: int, avg_length: flo
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--collection", default="side_by_side")
     parser.add_argument("--queries", type=int, default=150)

@@ -261,7 +261,7 @@ the SQuAD and 7.7% of the contract questions (a third of the out-of-corpus ones)
 took ~35 ms more (median 69 against 32 ms in the SQuAD curve run), so the whole query's p50 is
 unchanged and its p95 rises only where more than 5% of the questions are checked. A kind of
 out-of-corpus question used neither in the fit nor in the calibration, contract hypotheses
-asked of the handbook (`windowrag eval --documents handbook --queries contractnli-dev --config
+asked of the handbook (`windowrag eval --documents ../shared/eval/handbook/documents.jsonl --queries ../shared/eval/contractnli-dev/queries.jsonl --config
 full --out-of-corpus unscoped --limit 300`): only 6.3% refused (the relevance model alone at 0.17:
 0%; the check ran on 164 of the 300). The handbook's confidentiality and data-handling policies
 are on the contracts' subject, and both the model and the cross-encoder take them for answers
@@ -757,6 +757,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.run:
         run(args)
+    if not any(OUT.glob("curve_*.json")):  # a fresh clone: the results are not in git
+        print(f"budget_report: no curve results in {OUT} (curve_*.json): run with --run first; "
+              "docs/evaluation.md left as it is", file=sys.stderr)
+        return 1
     write_section()
     return 0
 

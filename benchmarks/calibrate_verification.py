@@ -49,7 +49,7 @@ def query_texts(squad_queries: int, out_of_corpus: int) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, required=True, help="fit_sentence_values.py --cache file")
     parser.add_argument("--squad-queries", type=int, default=1500, help="as given to fit_sentence_values.py")
     parser.add_argument("--out-of-corpus", type=int, default=300, help="as given to fit_sentence_values.py")

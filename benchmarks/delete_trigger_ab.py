@@ -27,7 +27,7 @@ COPY = "delete_trigger_0019"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--documents", type=int, default=300)
     args = parser.parse_args()

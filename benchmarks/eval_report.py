@@ -428,6 +428,9 @@ agreed (`candidates = 20`: 0.933 vs 0.933 on held-out SQuAD).
 
 
 def write_report(args) -> None:
+    if not any(OUT.glob("eval_*.json")) or not any(OUT.glob("curve_*.json")):  # a fresh clone: not in git
+        sys.exit(f"eval_report: no results in {OUT} (eval_*.json and curve_*.json): run it without --report-only "
+                 "(and benchmarks/budget_report.py --run) first; docs/evaluation.md left as it is")
     results = load_results()
     from budget_report import section_lines  # the equal-budget curves of today's default, first
 

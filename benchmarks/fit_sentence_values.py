@@ -78,7 +78,7 @@ def sentence_labels(candidates, documents, gold, *, contract: bool) -> np.ndarra
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--squad-queries", type=int, default=1500)
     parser.add_argument("--out-of-corpus", type=int, default=300)
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "out" / "fit_sentence_values.json")

@@ -95,7 +95,7 @@ def replay(packed0: int, full_seconds: float, recent_seconds: dict[float, float]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--collection", default="side_by_side")
     parser.add_argument("--passes", type=int, default=2)

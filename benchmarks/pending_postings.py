@@ -182,7 +182,7 @@ def paired(a: list[float], b: list[float]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, required=True, help="a windowrag home holding a packed collection")
     parser.add_argument("--collection", default="side_by_side")
     parser.add_argument("--shares", default="0.1,0.2")

@@ -97,7 +97,7 @@ def measure(conn, rows: np.ndarray, indexed: np.ndarray, queries: np.ndarray, in
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--scratch", type=Path, required=True, help="home of the scratch server")
     parser.add_argument("--collection", default="side_by_side")

@@ -771,7 +771,10 @@ BEGIN
         WHERE t.collection_id = cid AND t.lexeme = ANY (lexemes)
     )
     , cand AS (
-        -- the sentence with its two neighbours, as one mean vector: the sentence in context
+        -- the sentence with the candidate rows before and after it in its section, as one mean
+        -- vector: the sentence in context. Those are its neighbours except at the edge of a hit's
+        -- neighbourhood, where the next candidate of the section can lie further on (the value
+        -- model was fitted on this feature as it is computed here).
         -- (stored halfvecs read as vector: the mean and both cosines in single precision, with
         -- the query embedding as given)
         SELECT s.*, avg(s.embedding::vector) OVER (PARTITION BY s.document_id, s.section_id ORDER BY s.ordinal

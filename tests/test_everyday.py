@@ -308,7 +308,7 @@ def test_json_lines_sources_and_source_filters_read_paths_as_files_do(db_url, co
         {"id": "bees", "text": "A second record with the first one's id."}]) + "\n")
     assert main(["--database-url", db_url, "ingest", "j.jsonl", "--collection", collection_name]) == 1
     err = capsys.readouterr().err
-    assert f"error: j.jsonl:3: id 'bees' is already the id of line 1: this record is not ingested" in err
+    assert "error: j.jsonl:3: id 'bees' is already the id of line 1: this record is not ingested" in err
     assert main(["--database-url", db_url, "documents", "--collection", collection_name, "--json",
                  "--filter", "source=j.jsonl"]) == 0
     rows = json.loads(capsys.readouterr().out)

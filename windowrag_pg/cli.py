@@ -429,7 +429,6 @@ def cmd_documents(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False, default=str))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
     table = Table("id", "title", "source", "sentences", "sections")
@@ -470,7 +469,6 @@ def cmd_stats(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
     table = Table("collection", "model", "dim", "unit", "documents", "sections", "sentences", "lexemes")

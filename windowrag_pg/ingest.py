@@ -411,20 +411,6 @@ class Ingestor:
                 yield queue.popleft()
         yield from queue
 
-    def ingest_one(self, source: SourceDocument, *, report: IngestReport | None = None) -> tuple[str, int, int]:
-        """One document, incrementally (the collection's index is built or repaired first)."""
-        if not self._index_ready:
-            with self._connection() as conn:
-                ensure_collection_index(conn, self.collection)
-            self._index_ready = True
-        prepared = self.prepare(source)
-        if isinstance(prepared, str):
-            return prepared, 0, 0
-        [(_, outcome)] = self._embed_and_write([prepared], report or IngestReport())
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
-
     def _update_metadata_only(self, source: SourceDocument, digest: str, parsed: ParsedDocument) -> bool:
         """Update the stored document's metadata when its text, format and title are unchanged."""
         with self._connection() as conn:

@@ -1,7 +1,7 @@
 """Budget-first selection: the most valuable contiguous runs of sentences under a token budget.
 
 Pure numpy, no I/O. The candidates are sentences in document order, each with a value (how much
-it is worth sending, already net of its token price, see segment/values.py), a token count and
+it is worth sending, already net of its token price, which choose_segments subtracts), a token count and
 whether it may continue the run of the sentence before it (same section, next ordinal). We pick
 at most ``max_segments`` runs that do not overlap, never cross a break, and hold at most
 ``budget`` tokens together, maximising the summed value — exactly, by dynamic programming:

@@ -35,7 +35,7 @@ class CandidateSentence:
     end_char: int
     token_count: int
     cosine: float | None  # None in BM25-only mode
-    window_cosine: float | None  # the mean vector of the sentence and its two neighbours
+    window_cosine: float | None  # the mean vector of it and the candidates before and after it in its section
     bm25: float
     fused_rank: int | None  # None: not among the fused hits
     # the query's lexemes this sentence holds, with their idf in the collection

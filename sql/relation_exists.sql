@@ -1,1 +1,0 @@
-SELECT to_regclass(%s) IS NOT NULL
