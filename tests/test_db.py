@@ -40,3 +40,36 @@ def test_connection_url_round_trips(conn):
     url = db._connection_url(conn)
     with psycopg.connect(url) as again:
         assert again.execute("SELECT current_database()").fetchone()[0] == conn.info.dbname
+
+
+def test_a_server_that_never_answers_is_given_up_on_naming_it(monkeypatch):
+    """No connect timeout was set: a host that accepts the connection and never answers (a
+    firewall, a wedged proxy) hung every command for good."""
+    import socket
+    import time
+
+    from windowrag_pg.db import connection
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(5)  # accepts into its backlog, never speaks
+    port = listener.getsockname()[1]
+    monkeypatch.setattr(connection, "CONNECT_TIMEOUT_SECONDS", 2)
+    monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
+    started = time.monotonic()
+    try:
+        with pytest.raises(connection.DatabaseError, match=rf"cannot connect to postgresql://u:\*\*\*@127.0.0.1:{port}/db"):
+            connection.connect(f"postgresql://u:secret@127.0.0.1:{port}/db")
+    finally:
+        listener.close()
+    assert time.monotonic() - started < 10
+    assert connection.connect_timeout(f"postgresql://u@127.0.0.1:{port}/db?connect_timeout=30") == {}
+
+
+def test_a_malformed_url_is_named_without_its_password():
+    from windowrag_pg.db import connection
+
+    with pytest.raises(connection.DatabaseError) as raised:
+        connection.connect("postgresql//u:s3cret@db.example.com/db")
+    assert "not a database URL: postgresql//u:***@db.example.com/db" in str(raised.value)
+    assert "s3cret" not in str(raised.value)

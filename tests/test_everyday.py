@@ -329,3 +329,17 @@ def test_a_sentence_floor_sends_fewer_tokens_from_the_cli(db_url, conn, collecti
         assert result["trace"]["options"]["sentence_floor"] == float(floor)
         tokens[floor] = sum(c["token_count"] for c in result["contexts"])
     assert 0 < tokens["2"] < tokens["0"]
+
+
+def test_cli_queries_go_to_the_read_replica_of_the_environment(db_url, conn, collection_name, embedder, monkeypatch,
+                                                               capsys):
+    """`windowrag query` answered from the primary whatever WINDOWRAG_READ_DATABASE_URL said
+    (windowrag_pg.search honoured it)."""
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(DOCS)
+    monkeypatch.setenv("WINDOWRAG_DATABASE_URL", db_url)
+    monkeypatch.setenv("WINDOWRAG_READ_DATABASE_URL", "postgresql://u@127.0.0.1:1/db")  # no replica there
+    assert main(["query", "rotate keys", "--collection", collection_name]) == 1
+    assert "the read replica (WINDOWRAG_READ_DATABASE_URL / read_url=) cannot be used" in capsys.readouterr().err
+    monkeypatch.setenv("WINDOWRAG_READ_DATABASE_URL", db_url)  # a replica at head answers
+    assert main(["query", "rotate keys", "--collection", collection_name, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["contexts"]

@@ -811,3 +811,27 @@ def test_ids_migration_round_trip_restores_the_schema_before_it_exactly(db_url):
     finally:
         with psycopg.connect(db_url, autocommit=True) as admin:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def test_roles_that_may_not_migrate_or_use_the_schema_are_told_what_to_do(db_url):
+    """A reader on a database behind the library (deployed before the owner migrated) got a
+    60-line SQLAlchemy traceback ("permission denied for database ... CREATE SCHEMA"); a role
+    without grants a bare "permission denied for schema windowrag"."""
+    from .conftest import scratch_database
+
+    with scratch_database(db_url, "tenancy_behind_test") as url:
+        with db.connect(url, autocommit=True) as owner:
+            _create_login_role(owner, "wrtest_behind_reader", "windowrag_reader")
+            _create_login_role(owner, "wrtest_no_grants")
+            db.downgrade(owner, "0026")
+        as_reader = psycopg.conninfo.make_conninfo(url, user="wrtest_behind_reader")
+        with pytest.raises(db.DatabaseError, match=r"is at revision 0026, the library needs 0027, and role "
+                                                   r"'wrtest_behind_reader' may not migrate it: connect once as"):
+            db.connect(as_reader)
+        with db.connect(url, autocommit=True) as owner:
+            assert db.current_revision(owner) == db.head_revision()  # the owner migrates it
+        with db.connect(as_reader, autocommit=True) as reader:
+            assert db.current_revision(reader) == db.head_revision()
+        with pytest.raises(db.DatabaseError, match=r"role 'wrtest_no_grants' may not use the schema windowrag: "
+                                                   r"permission denied for schema windowrag\. Grant it a windowrag role"):
+            db.connect(psycopg.conninfo.make_conninfo(url, user="wrtest_no_grants"))

@@ -208,8 +208,10 @@ def cmd_ingest(args) -> int:
 
     from .embed import get_embedder
     from .ingest import Ingestor, IngestReport
+    from .parse import max_document_bytes
     from .sources import SourceError, iter_sources
 
+    max_document_bytes()  # a bad $WINDOWRAG_MAX_DOCUMENT_BYTES once, not once per document
     sources = list(iter_sources(args.paths))
     if sources and all(isinstance(source, SourceError) for source in sources):
         report = IngestReport(errors=sources)  # nothing readable: no collection is made for it
@@ -295,6 +297,8 @@ def _cli_filters(expressions: list[str]) -> dict[str, Any]:
 
 
 def cmd_query(args) -> int:
+    from .config import read_database_url_from_env
+    from .db.source import read_source
     from .embed import get_embedder
     from .pipeline import Pipeline, PipelineOptions
 
@@ -325,10 +329,15 @@ def cmd_query(args) -> int:
         from .rerank import get_reranker
 
         reranker = get_reranker(args.reranker)
-    with _connect(args) as conn:
-        embedder = get_embedder(args.embedder) if args.embedder else None  # None: the collection's own model
-        pipeline = Pipeline(conn, collection=args.collection, embedder=embedder, reranker=reranker)
+    embedder = get_embedder(args.embedder) if args.embedder else None  # None: the collection's own model
+    read_url = None if args.database_url else read_database_url_from_env()
+    if read_url:  # queries go to the replica, as windowrag_pg.search sends them (the Configuration table)
+        pipeline = Pipeline(read_source(read_url), collection=args.collection, embedder=embedder, reranker=reranker)
         result = pipeline.run(args.query, options, filters=filters or None)
+    else:
+        with _connect(args) as conn:
+            pipeline = Pipeline(conn, collection=args.collection, embedder=embedder, reranker=reranker)
+            result = pipeline.run(args.query, options, filters=filters or None)
     for note in result.trace.get("notes", []):
         print(f"windowrag: note: {note}", file=sys.stderr)
     if args.json:

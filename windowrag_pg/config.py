@@ -15,8 +15,8 @@ DEFAULT_COLLECTION = "default"
 def windowrag_home() -> Path:
     """Folder of the embedded database (and nothing else): $WINDOWRAG_HOME or the user data dir."""
     env = os.environ.get(HOME_ENV)
-    if env:
-        return Path(env).expanduser()
+    if env:  # absolute: the server is started from another directory (a relative one never worked)
+        return Path(env).expanduser().absolute()
     import platformdirs
 
     return Path(platformdirs.user_data_dir("windowrag-pg"))
@@ -38,6 +38,7 @@ def statement_timeout_ms() -> int:
         value = int(raw)
     except ValueError:
         value = -1
-    if value < 0:
-        raise ValueError(f"{STATEMENT_TIMEOUT_ENV}={raw!r} is not a whole number of milliseconds (0: no timeout)")
+    if not 0 <= value <= 2_147_483_647:  # Postgres' statement_timeout is a 32-bit integer
+        raise ValueError(f"{STATEMENT_TIMEOUT_ENV}={raw!r} is not a whole number of milliseconds from 0 (no "
+                         "timeout) to 2147483647")
     return value

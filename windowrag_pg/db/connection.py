@@ -5,10 +5,13 @@ the latest migration before handing a connection out.
 """
 from __future__ import annotations
 
+import os
+import re
 from importlib import resources
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from pgvector.psycopg import register_vector
 
 from ..config import database_url_from_env, statement_timeout_ms
@@ -19,6 +22,7 @@ MIN_SERVER_VERSION = 140000
 MIN_PGVECTOR = (0, 8, 0)
 # Any constant: serialises concurrent migrations of one database.
 MIGRATION_LOCK_KEY = 0x77696E64  # "wind"
+CONNECT_TIMEOUT_SECONDS = 10
 
 
 class DatabaseError(RuntimeError):
@@ -40,9 +44,11 @@ def connect(url: str | None = None, *, migrate: bool = True, autocommit: bool = 
     """Open a psycopg connection with pgvector types registered and the schema at head."""
     resolved = database_url(url)
     try:
-        conn = psycopg.connect(resolved, autocommit=autocommit)
+        conn = psycopg.connect(resolved, autocommit=autocommit, **connect_timeout(resolved))
     except psycopg.OperationalError as exc:
-        raise DatabaseError(f"cannot connect to {_redact(resolved)}: {exc}".strip()) from exc
+        raise DatabaseError(f"cannot connect to {_redact(resolved)}: {_redact(str(exc))}".strip()) from exc
+    except psycopg.ProgrammingError as exc:  # a URL libpq cannot read
+        raise DatabaseError(f"not a database URL: {_redact(resolved)} ({_redact(str(exc))})") from exc
     try:
         prepare_connection(conn, migrate=migrate)
     except BaseException:
@@ -51,15 +57,33 @@ def connect(url: str | None = None, *, migrate: bool = True, autocommit: bool = 
     return conn
 
 
+def connect_timeout(url: str) -> dict[str, int]:
+    """connect_timeout=CONNECT_TIMEOUT_SECONDS unless the URL or $PGCONNECT_TIMEOUT sets one: a
+    server that accepts the TCP connection and never answers hung every command for good."""
+    if os.environ.get("PGCONNECT_TIMEOUT"):
+        return {}
+    try:
+        given = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return {}  # psycopg.connect names the problem
+    return {} if "connect_timeout" in given else {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
+
+
 def prepare_connection(conn: psycopg.Connection, *, migrate: bool = True) -> None:
     """Make any psycopg connection ready for the library: server checked, schema at head
     (MIGRATE) or checked to be at head (a read replica cannot migrate), pgvector types
     registered, statement timeout set."""
     check_server(conn)
-    if migrate:
-        upgrade(conn)
-    else:
-        check_revision(conn)
+    try:
+        if migrate:
+            upgrade(conn)
+        else:
+            check_revision(conn)
+    except psycopg.errors.InsufficientPrivilege as exc:  # (reading windowrag.alembic_version)
+        raise DatabaseError(
+            f"role {conn.info.user!r} may not use the schema windowrag: {exc.diag.message_primary}. Grant it "
+            "a windowrag role as the schema's owner (windowrag_reader, windowrag_writer or windowrag_service: "
+            "docs/tenancy.md)") from None
     register_vector(conn)
     conn.execute(load_sql("set_statement_timeout"), [str(statement_timeout_ms())])
     if not conn.autocommit:
@@ -130,7 +154,25 @@ def upgrade(conn: psycopg.Connection, revision: str = "head") -> None:
         if not conn.autocommit:
             conn.rollback()
         raise _newer_schema_error(conn, current, head)
-    _run_alembic(conn, "upgrade", revision)
+    try:
+        _run_alembic(conn, "upgrade", revision)
+    except Exception as exc:
+        if not _caused_by(exc, psycopg.errors.InsufficientPrivilege):
+            raise
+        # a tenant role on a database the library is newer than (deployed before the owner migrated)
+        raise DatabaseError(
+            f"the schema of {_redact(_connection_url(conn))} is at revision {current or 'none'}, the library needs "
+            f"{target}, and role {conn.info.user!r} may not migrate it: connect once as the schema's owner (any "
+            "windowrag command, or alembic -c migrations/alembic.ini upgrade head); nothing was changed") from None
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether KIND is EXC or in its chain (SQLAlchemy wraps psycopg's errors)."""
+    while exc is not None:
+        if isinstance(exc, kind):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _known_revision(revision: str) -> bool:
@@ -213,9 +255,8 @@ def _connection_url(conn: psycopg.Connection) -> str:
     return f"postgresql://{auth}@{host}:{port}/{quote(dbname, safe='')}"
 
 
-def _redact(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit((parts.scheme, netloc, *parts[2:]))
-    return url
+def _redact(text: str) -> str:
+    """TEXT (a URL, or a message quoting one) with passwords as ***: user:password@ and
+    password=... (a malformed URL was echoed whole)."""
+    text = re.sub(r"(?<=[^:/@\s]):[^:/@\s]*@", ":***@", text)
+    return re.sub(r"(password\s*=\s*)('[^']*'|\S+)", r"\1***", text, flags=re.IGNORECASE)

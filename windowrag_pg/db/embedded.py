@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import fcntl
 import os
+import subprocess
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
 
-from ..config import windowrag_home
+from ..config import HOME_ENV, windowrag_home
 from .sqlfiles import load_sql
 
 DATABASE_NAME = "windowrag"
+
+
+class EmbeddedServerError(RuntimeError):
+    """The embedded server cannot be set up or started in its folder."""
 # Held while one process initialises, starts and provisions the server of a home; the others
 # wait on it and then find everything ready (many first commands may start at once).
 START_LOCK_NAME = ".start.lock"
@@ -33,14 +38,24 @@ def _server_class():
 
 def start_embedded(home: Path | None = None) -> str:
     """Start (or find running) the embedded server under HOME/pgdata; return a URL to its database."""
-    home = home or windowrag_home()
+    home = (home or windowrag_home()).absolute()
     pgdata = home / "pgdata"
-    pgdata.mkdir(parents=True, exist_ok=True)
-    server_cls = _server_class()
-    with _start_lock(home), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        server = server_cls(pgdata, cleanup_mode=None)
-        _ensure_database(server.get_uri())
+    try:
+        pgdata.mkdir(parents=True, exist_ok=True)
+        server_cls = _server_class()
+        with _start_lock(home), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            server = server_cls(pgdata, cleanup_mode=None)
+            _ensure_database(server.get_uri())
+    except (OSError, subprocess.CalledProcessError) as exc:
+        # a read-only folder, a file in the path, a server that will not start: name the folder
+        if isinstance(exc, OSError):
+            detail = f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}"
+        else:
+            detail = f"{Path(str(exc.cmd[0] if isinstance(exc.cmd, list) else exc.cmd)).name} exited with {exc.returncode}"
+        raise EmbeddedServerError(
+            f"the embedded server in {home} ({HOME_ENV}) cannot be set up or started: {detail}. Set {HOME_ENV} "
+            "to a writable folder of your own, or WINDOWRAG_DATABASE_URL to a server") from exc
     return server.get_uri(database=DATABASE_NAME)
 
 
