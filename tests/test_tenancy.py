@@ -541,7 +541,7 @@ TENANT_AWARE_INGEST = "tenant" in inspect.signature(Ingestor.__init__).parameter
 
 @pytest.mark.xfail(not TENANT_AWARE_INGEST, strict=True,
                    reason="Ingestor has no tenant= yet (patch in docs/tenancy.md, Library support)")
-def test_library_ingest_as_tenant_writer(tenancy, embedder):
+def test_library_ingest_as_tenant_writer(tenancy, embedder, capsys):
     extra = SourceDocument(external_id="a-lib", format="markdown", title="Alpha extra",
                            text="# Extra\n\nThe kumquat orchard belongs to alpha. Kumquat harvest starts in May.")
     with tenancy.connect(WRITER_A) as conn, db.connect(tenancy.db_url, autocommit=True) as owner:
@@ -560,6 +560,15 @@ def test_library_ingest_as_tenant_writer(tenancy, embedder):
         with pytest.raises(CollectionError, match="belongs to tenant"):
             Ingestor(owner, collection=tenancy.name_b, embedder=embedder, tenant=tenancy.tenant_a)
         assert _collection_counts(owner, tenancy.id_b) == tenancy.counts_b
+    # a reader is told before its first document (each was refused with "permission denied"), and
+    # a tenant role that doctor --fix is the owner's (a bare "permission denied for table ...")
+    with tenancy.connect(READER_A) as reader:
+        with pytest.raises(CollectionError, match=rf"role '{READER_A}' may not write documents into"):
+            Ingestor(reader, collection=tenancy.name_a, embedder=embedder)
+    from windowrag_pg.cli import main
+
+    assert main(["--database-url", tenancy.url(WRITER_A), "doctor", "--fix"]) == 1
+    assert f"windowrag doctor --fix needs the schema's owner: role '{WRITER_A}' may not" in capsys.readouterr().err
 
 
 # -- availability: tenant A cannot stop tenant B's writers ----------------------------------------

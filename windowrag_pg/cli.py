@@ -505,8 +505,9 @@ def cmd_doctor(args) -> int:
     console = Console()
     with _connect(args) as conn:
         if args.fix:
+            _check_owner_fixes(conn)
             for name in repair_indexes(conn):
-                console.print(f"fixed HNSW index of {name!r}: built")
+                console.print(f"fixed HNSW index of {name!r}: built (its BM25 statistics recounted and packed first)")
             for name in centre_indexes(conn):
                 console.print(f"fixed HNSW index of {name!r}: rebuilt centred on its rows")
             for name in repair_bm25(conn):
@@ -520,6 +521,15 @@ def cmd_doctor(args) -> int:
     failed = sum(not c.ok for c in checks)
     console.print(f"{len(checks) - failed} ok, {failed} failed")
     return 1 if failed else 0
+
+
+def _check_owner_fixes(conn) -> None:
+    """doctor --fix rebuilds indexes and BM25 tables: the schema owner's work (docs/tenancy.md)."""
+    from .db.sqlfiles import load_sql
+
+    if not conn.execute(load_sql("may_repair")).fetchone()[0]:
+        raise RuntimeError(f"windowrag doctor --fix needs the schema's owner: role {conn.info.user!r} may not rebuild "
+                           "indexes or BM25 tables (run `windowrag doctor` without --fix to see what is wrong)")
 
 
 def cmd_native_install(args) -> int:

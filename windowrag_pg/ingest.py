@@ -178,6 +178,11 @@ class Ingestor:
                 unit="chunk" if chunk_tokens else "sentence", chunk_tokens=chunk_tokens, tenant=tenant,
                 index=False, vector_index=vector_index,
             )
+            if not conn.execute(load_sql("may_write_documents")).fetchone()[0]:
+                # (a reader role's every document was refused with "permission denied for table ...")
+                raise CollectionError(
+                    f"role {conn.info.user!r} may not write documents into {collection!r}: ingest with the schema's "
+                    "owner or a windowrag_writer role (docs/tenancy.md)")
             # An empty collection gets its index now, as before (an owner who only creates the
             # collection leaves it ready for tenant roles); a populated one without a valid index
             # (an interrupted bulk load) is left to ingest(): built after a bulk load, before an
