@@ -48,3 +48,33 @@ def test_parallel_first_commands_on_a_fresh_home_all_succeed():
     finally:
         stop_embedded(home)
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_a_stale_postmaster_pid_naming_another_process_is_not_taken_for_the_server(tmp_path):
+    """After a killed server (a container's restart), postmaster.pid can name a PID reused by
+    another process: the server then never started ("connection refused") and server-stop sent
+    SIGINT to that process."""
+    from windowrag_pg.db.embedded import server_pid
+
+    stranger = subprocess.Popen(["sleep", "60"])
+    try:
+        pgdata = tmp_path / "pgdata"
+        pgdata.mkdir()
+        (pgdata / "postmaster.pid").write_text(f"{stranger.pid}\n{pgdata}\n")
+        assert stop_embedded(tmp_path) is False and stranger.poll() is None  # not signalled
+        assert not (pgdata / "postmaster.pid").exists()  # removed as stale
+        (pgdata / "postmaster.pid").write_text("999999999\n")  # a PID nothing has
+        assert server_pid(pgdata) is None and not (pgdata / "postmaster.pid").exists()
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_the_running_servers_pid_is_its_own(db_url):
+    from windowrag_pg.db.embedded import server_pid
+
+    with psycopg.connect(db_url) as conn:
+        pgdata = Path(conn.execute("SHOW data_directory").fetchone()[0])
+    if not (pgdata / "postmaster.pid").exists():
+        pytest.skip("not an embedded server on this machine")
+    assert server_pid(pgdata) == int((pgdata / "postmaster.pid").read_text().split("\n")[0])

@@ -42,6 +42,7 @@ def start_embedded(home: Path | None = None) -> str:
     pgdata = home / "pgdata"
     try:
         pgdata.mkdir(parents=True, exist_ok=True)
+        server_pid(pgdata)  # a stale postmaster.pid (a killed server, its PID reused) removed
         server_cls = _server_class()
         with _start_lock(home), warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -75,10 +76,8 @@ def stop_embedded(home: Path | None = None, *, timeout: float = 30.0) -> bool:
     import signal
     import time
 
-    pid_file = (home or windowrag_home()) / "pgdata" / "postmaster.pid"
-    try:
-        pid = int(pid_file.read_text().split("\n", 1)[0])
-    except (OSError, ValueError):
+    pid = server_pid((home or windowrag_home()) / "pgdata")
+    if pid is None:
         return False
     try:
         os.kill(pid, signal.SIGINT)  # SIGINT = "fast" shutdown: roll back clients, checkpoint, exit
@@ -92,6 +91,34 @@ def stop_embedded(home: Path | None = None, *, timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def server_pid(pgdata: Path) -> int | None:
+    """The PID of the server running on PGDATA, from its postmaster.pid; None when there is none.
+    The file outlives a killed server, and its PID may since belong to another process (after a
+    container's restart, often): a PID that is not a postgres of this data folder is not ours,
+    and the file is removed as stale (the server would not start, and server-stop signalled the
+    stranger)."""
+    pid_file = pgdata / "postmaster.pid"
+    try:
+        lines = pid_file.read_text().split("\n")
+        pid = int(lines[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        os.kill(pid, 0)
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except ProcessLookupError:
+        cmdline = None
+    except OSError:  # no /proc (not Linux), or not ours to read: trust the file
+        return pid
+    if cmdline is not None and b"postgres" in cmdline:
+        return pid
+    try:
+        pid_file.unlink()
+    except OSError:
+        pass
+    return None
 
 
 def _ensure_database(admin_url: str) -> None:
