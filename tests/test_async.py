@@ -106,3 +106,28 @@ def test_async_runs_the_abstention_check_as_search_does(conn, db_url, embedder, 
         assert g.trace["verification"]["sentences"] == w.trace["verification"]["sentences"]
         assert g.trace["verification"]["scores"] == pytest.approx(w.trace["verification"]["scores"], abs=1e-6)
         assert (g.abstained, contexts(g)) == (w.abstained, contexts(w))
+
+
+def test_the_kept_connections_close_and_open_again(db_url, samples_collection):
+    """search/asearch keep their connections for the life of the process, with no way to close
+    them: each asyncio.run(asearch(...)) left an AsyncConnection that warned when collected."""
+    import gc
+    import warnings
+
+    query = SAMPLE_QUERIES[0]
+
+    async def main():
+        found = await windowrag_pg.asearch(query, collection=samples_collection, url=db_url, k=1)
+        await windowrag_pg.aclose()
+        return found
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert asyncio.run(main()).contexts
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    first = windowrag_pg.search(query, collection=samples_collection, url=db_url, k=1)
+    pipeline = windowrag_pg._pipeline(samples_collection, db_url, None)
+    windowrag_pg.close()
+    assert pipeline.source._conn.closed
+    assert windowrag_pg.search(query, collection=samples_collection, url=db_url, k=1).contexts == first.contexts

@@ -20,8 +20,8 @@ from .sources import SourceDocument, iter_sources
 __all__ = [
     "AssembledContext", "AsyncPipeline", "Citation", "Context", "DatabaseError", "FilterError", "Hit", "IngestReport",
     "Ingestor", "Pipeline", "PipelineOptions", "PipelineResult", "QueryError", "Retriever", "SearchResult",
-    "SourceDocument", "asearch", "connect", "database_url", "delete_collection", "format_context", "iter_sources",
-    "list_documents", "reembed_collection", "search",
+    "SourceDocument", "aclose", "asearch", "close", "connect", "database_url", "delete_collection", "format_context",
+    "iter_sources", "list_documents", "reembed_collection", "search",
 ]
 __version__ = "0.1.0"
 
@@ -59,6 +59,22 @@ async def asearch(query: str, *, collection: str = "default", url: str | None = 
         source = async_read_source(read_url) if read_url else AsyncLazyConnection(url)
         per_loop[pipeline] = AsyncPipeline(source, pipeline=pipeline)
     return await per_loop[pipeline].search(query, filters=filters, **options)
+
+
+def close() -> None:
+    """Close the connections search() keeps for the life of the process (a service's shutdown);
+    a later search opens them again."""
+    for pipeline in _pipelines.values():
+        if hasattr(pipeline.source, "close"):
+            pipeline.source.close()
+
+
+async def aclose() -> None:
+    """Close the connections asearch() keeps for the running event loop (before the loop ends: an
+    AsyncConnection left open warns when it is collected)."""
+    for pipeline in _async_pipelines.pop(asyncio.get_running_loop(), {}).values():
+        if hasattr(pipeline.source, "close"):
+            await pipeline.source.close()
 
 
 def _pipeline(collection: str, url: str | None, read_url: str | None) -> Pipeline:

@@ -120,6 +120,12 @@ class LazyConnection:
         with name_errors(self.role, "failed"):
             yield conn  # autocommit: no transaction to end
 
+    def close(self) -> None:
+        """Close the connection, if open; the next use opens another."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+
 
 @contextmanager
 def name_errors(role: str | None, what: str) -> Iterator[None]:
