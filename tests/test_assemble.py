@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from windowrag_pg.assemble.context import (
-    AssembledContext, Citation, SentenceInfo, apply_token_budget, fit_sentences, format_context, order_contexts,
+    AssembledContext, Citation, SentenceInfo, apply_token_budget, fit_sentences, fit_token_budget, format_context,
+    order_contexts,
 )
 
 
@@ -97,3 +98,34 @@ def test_rerank_count_follows_the_token_budget():
     assert rerank_count([900, 900, 900], budget=1800, minimum=1) == 2  # long windows: few
     assert rerank_count([2000, 10], budget=1800, minimum=1) == 1       # never fewer than minimum
     assert rerank_count([100] * 30, budget=None, minimum=5) == 30      # no budget: every window
+
+
+def _context(doc_text: str, spans: list[tuple[int, int]], score: float) -> AssembledContext:
+    sentences = [SentenceInfo(ordinal=i, start_char=s, end_char=e, token_count=len(doc_text[s:e].split()), section_id=1)
+                 for i, (s, e) in enumerate(spans)]
+    start, end = spans[0][0], spans[-1][1]
+    citation = Citation(document_id="d", title=None, section_path=(), start_char=start, end_char=end,
+                        first_ordinal=0, last_ordinal=len(spans) - 1)
+    return AssembledContext(citation=citation, text=doc_text[start:end], score=score,
+                            token_count=sum(s.token_count for s in sentences), document_key=1, sentences=sentences,
+                            hits=[{"sentence_ordinal": i} for i in range(len(spans))])
+
+
+def words(texts):
+    return [len(t.split()) for t in texts]
+
+
+def test_fit_token_budget_counts_the_text_between_sentences():
+    """A Markdown table's |---| row between two sentences is sent but was not counted."""
+    text = "Rates are fixed. | --- | --- | --- | --- | --- | --- | Paris costs more. Lyon costs less."
+    spans = [(0, 16), (55, 72), (73, 89)]
+    best, other = _context(text, spans, 0.9), _context(text, spans[1:], 0.2)
+    assert best.token_count == 9  # the sentences' own words: what the selection counted
+    fitted = fit_token_budget([best, other], budget=20, count_tokens=words)  # 22 + 6 words as sent
+    assert sum(c.token_count for c in fitted) == 19
+    assert [c.score for c in fitted] == [0.9] and fitted[0].text == text[:72]  # the weaker context went first
+    assert (fitted[0].citation.end_char, fitted[0].citation.last_ordinal) == (72, 1)
+    assert fitted[0].hits == [{"sentence_ordinal": 0}, {"sentence_ordinal": 1}]
+    plain = "One two three. Four five six."  # whitespace between: nothing to cut
+    untouched = fit_token_budget([_context(plain, [(0, 14), (15, 29)], 0.5)], budget=6, count_tokens=words)
+    assert untouched[0].text == plain and untouched[0].token_count == 6

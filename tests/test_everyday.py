@@ -343,3 +343,23 @@ def test_cli_queries_go_to_the_read_replica_of_the_environment(db_url, conn, col
     monkeypatch.setenv("WINDOWRAG_READ_DATABASE_URL", db_url)  # a replica at head answers
     assert main(["query", "rotate keys", "--collection", collection_name, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["contexts"]
+
+
+def test_the_token_budget_holds_for_the_text_between_sentences(conn, collection_name, embedder):
+    """The budget counted each sentence's own tokens: a Markdown table's wide |---| row between
+    two sentences was sent uncounted (a budget of 100: 21 tokens counted, 324 sent)."""
+    dashes = "-" * 150
+    text = ("# Hotel rates\n\nRates are reviewed every year by the travel team.\n\n"
+            f"| City | Nightly rate |\n|{dashes}|{dashes}|\n| Paris | 210 EUR |\n| Lyon | 140 EUR |\n\n"
+            "Book through the travel portal.\n")
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
+        [SourceDocument(external_id="rates", format="markdown", text=text)])
+    for selection in ("segments", "windows"):
+        result = Pipeline(conn, collection=collection_name, embedder=embedder).search(
+            "nightly hotel rate in Paris", token_budget=100, min_relevance=None, selection=selection)
+        sent = embedder.count_tokens([c.text for c in result.contexts])
+        assert result.contexts and sum(sent) <= 100, (selection, sent)
+        assert [c.token_count for c in result.contexts] == sent
+        stored = conn.execute("SELECT d.text FROM windowrag.documents d JOIN windowrag.collections c"
+                              " ON c.id = d.collection_id WHERE c.name = %s", [collection_name]).fetchone()[0]
+        assert all(stored[c.citation.start_char:c.citation.end_char] == c.text for c in result.contexts)

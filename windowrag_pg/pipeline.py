@@ -21,7 +21,8 @@ import numpy as np
 import psycopg
 
 from .assemble.context import (
-    ORDERS, AssembledContext, Citation, SentenceInfo, apply_token_budget, fit_sentences, order_contexts,
+    ORDERS, AssembledContext, Citation, SentenceInfo, apply_token_budget, fit_sentences, fit_token_budget,
+    order_contexts,
 )
 from .db.source import connection_source
 from .db.sqlfiles import load_sql
@@ -251,6 +252,10 @@ class Pipeline:
         timings["assemble_ms"] = (time.perf_counter() - mark) * 1000
         mark = time.perf_counter()
         yield from self._fill_text(contexts)
+        if options.token_budget and candidates.count_tokens is not None:
+            contexts = fit_token_budget(contexts, budget=options.token_budget, count_tokens=candidates.count_tokens)
+            if not contexts and abstain is None:
+                abstain = "no sentence fits the token budget"
         timings["fetch_ms"] = (time.perf_counter() - mark) * 1000
         timings["total_ms"] = (time.perf_counter() - started) * 1000
         trace = {
@@ -370,6 +375,8 @@ class Pipeline:
         contexts = apply_token_budget(contexts, budget=options.token_budget or MAX_RETURNED_TOKENS, trim=self._trim)
         contexts = order_contexts(contexts, order=options.order)
         yield from self._fill_text(contexts)
+        if options.token_budget and retrieved.count_tokens is not None:
+            contexts = fit_token_budget(contexts, budget=options.token_budget, count_tokens=retrieved.count_tokens)
         timings["assemble_ms"] = (time.perf_counter() - mark) * 1000
         timings["total_ms"] = (time.perf_counter() - started) * 1000
 

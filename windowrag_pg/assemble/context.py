@@ -1,8 +1,8 @@
 """Context assembly: order, token budget, citations and the prompt block format. Pure: no I/O."""
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 ORDERS = ("score", "document")
@@ -136,6 +136,37 @@ def apply_token_budget(contexts: Sequence[AssembledContext], *, budget: int | No
             remaining -= trimmed.token_count
         if remaining <= 0:
             break
+    return kept
+
+
+def fit_token_budget(contexts: Sequence[AssembledContext], *, budget: int,
+                     count_tokens: Callable[[Sequence[str]], list[int]]) -> list[AssembledContext]:
+    """CONTEXTS (text filled) held to BUDGET tokens of their whole text, counted by COUNT_TOKENS.
+
+    The selection counts each sentence's own tokens; a context also carries the text between its
+    sentences, which in Markdown can be a table's |---| row, a code fence or list markers (a
+    handbook page: 688 tokens counted, 1,274 sent for a budget of 700). Each context's
+    token_count becomes the count of its text; while the total is over, the least valuable
+    context (the later one on a tie) loses its last sentence, or goes when it has one left.
+    Plain text, whose gaps are whitespace, is never cut here.
+    """
+    kept = list(contexts)
+    tokens = count_tokens([c.text for c in kept]) if kept else []
+    for context, count in zip(kept, tokens):
+        context.token_count = count
+    while kept and sum(tokens) > budget:
+        worst = min(range(len(kept)), key=lambda i: (kept[i].score, -i))
+        context = kept[worst]
+        if len(context.sentences) <= 1:
+            del kept[worst], tokens[worst]
+            continue
+        context.sentences = context.sentences[:-1]
+        last = context.sentences[-1]
+        context.text = context.text[: last.end_char - context.citation.start_char]
+        context.citation = replace(context.citation, end_char=last.end_char, last_ordinal=last.ordinal,
+                                   pages=tuple(sorted({s.page for s in context.sentences if s.page is not None})))
+        context.hits = [h for h in context.hits if h.get("sentence_ordinal", -1) <= last.ordinal]
+        context.token_count = tokens[worst] = count_tokens([context.text])[0]
     return kept
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -81,6 +82,7 @@ class SearchResult:
     contexts: list[Context]
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # why fewer than k contexts came back, …
+    count_tokens: Callable[[Sequence[str]], list[int]] | None = None  # as Candidates
 
     def as_dict(self) -> dict[str, Any]:
         return {"query": self.query, "contexts": [c.as_dict() for c in self.contexts]}
@@ -100,6 +102,8 @@ class Candidates:
     background: float | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # a filter that matches no document, …
+    # the collection's tokenizer (its embedder's), which counted the sentences' tokens at ingest
+    count_tokens: Callable[[Sequence[str]], list[int]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +237,8 @@ class Retriever:
                                              for c in contexts for h in c.hits):
             notes.append(f"{len(contexts)} contexts for k={options.k}: the best {options.candidates} sentences of "
                          f"each list made no more windows (raise candidates, up to {LIMITS['candidates'].high})")
-        return SearchResult(query=query, contexts=contexts, timings_ms=timings, notes=notes)
+        return SearchResult(query=query, contexts=contexts, timings_ms=timings, notes=notes,
+                            count_tokens=self._token_counter(target))
 
     def candidates_with(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
                         collection: str | None = None, query_embedding: np.ndarray | None = None) -> Candidates:
@@ -257,7 +262,16 @@ class Retriever:
             candidates.background = background_similarity(own, embedding)
         if filters and not rows:
             candidates.notes.extend((yield from unmatched_filter_steps(target, filters)))
+        candidates.count_tokens = self._token_counter(target)
         return candidates
+
+    def _token_counter(self, target: Collection) -> Callable[[Sequence[str]], list[int]] | None:
+        """The collection's tokenizer; None when its model cannot be loaded by name (an ONNX
+        folder of one's own, with only a query embedding given)."""
+        try:
+            return self.embedder_for(target).count_tokens
+        except QueryError:
+            return None
 
     def _prepare(self, query: str, options: SearchOptions, collection: str | None,
                  query_embedding: np.ndarray | None) -> Steps[tuple]:
