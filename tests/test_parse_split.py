@@ -595,3 +595,28 @@ def test_unit_gaps_hold_what_lies_between_units() -> None:
     overlapping = [units[0], units[1], dataclasses.replace(units[2], start_char=units[1].end_char - 1)]
     assert unit_gaps(doc.text, overlapping) == ["\n\n", None, ""]
     assert unit_gaps(doc.text, []) == []
+
+
+def test_a_page_opening_with_a_thematic_break_keeps_its_text():
+    """`---` then prose was taken for YAML front matter: everything to the next `---` vanished."""
+    text = "---\n\nIntro para about the buddy program.\n\n## Buddy program\n\nEvery hire gets a buddy.\n\n---\n\nMore.\n"
+    parsed = parse_document(text, "markdown")
+    assert "Intro para about the buddy program." in [parsed.text[b.start_char:b.end_char] for s in parsed.sections for b in s.blocks]
+    front = parse_document("---\ntitle: Buddies\ntags: [hr]\n---\n\n# Buddies\n\nA buddy helps.\n", "markdown")
+    blocks = [front.text[b.start_char:b.end_char] for s in front.sections for b in s.blocks]
+    assert blocks == ["Buddies", "A buddy helps."]  # real front matter is still not content
+
+
+def test_text_between_two_html_comments_on_a_line_is_kept():
+    parsed = parse_document("# Notes\n\n<!-- draft --> The deadline is ninety days. <!-- end -->\n\nEnd.\n", "markdown")
+    assert any("The deadline is ninety days." in parsed.text[b.start_char:b.end_char] for s in parsed.sections for b in s.blocks)
+    only = parse_document("# Notes\n\n<!-- a comment only -->\n\nEnd.\n", "markdown")
+    assert all("comment only" not in only.text[b.start_char:b.end_char] for s in only.sections for b in s.blocks)
+
+
+def test_html_breaks_and_blocks_in_headings_and_cells_keep_words_apart():
+    parsed = parse_document("<h2>Annual<br>Report</h2><table><tr><th>Plan<br>name</th>"
+                            "<td><p>Basic.</p><p>Cheap.</p></td></tr></table>", "html")
+    blocks = [parsed.text[b.start_char:b.end_char] for s in parsed.sections for b in s.blocks]
+    assert "Annual Report" in blocks and "Plan name | Basic. Cheap." in blocks
+    assert parsed.sections[-1].heading_path[-1] == "Annual Report"

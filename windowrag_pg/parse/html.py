@@ -73,6 +73,7 @@ class _BlockCollector:
 
 def parse_html(html: str, *, title: str | None = None) -> ParsedDocument:
     soup = BeautifulSoup(html, "html.parser")
+    _space_breaks(soup)
     collector = _BlockCollector()
     _collect_blocks(soup, collector)
     text = collector.text()
@@ -80,6 +81,17 @@ def parse_html(html: str, *, title: str | None = None) -> ParsedDocument:
     if title is None:
         title = _title_tag_text(soup) or collector.first_title
     return ParsedDocument(text=text, sections=sections, title=title, format="html")
+
+
+def _space_breaks(soup: BeautifulSoup) -> None:
+    """A space for each <br> and after each block inside a heading or a table cell, whose text is
+    read whole: `<h2>Annual<br>Report</h2>` read "AnnualReport", `<td><p>Basic.</p><p>Cheap.</p>`
+    "Basic.Cheap." (spaces are collapsed afterwards)."""
+    for br in soup.find_all("br"):
+        br.replace_with(" ")
+    for holder in soup.find_all(["td", "th", *_HEADING_TAGS]):
+        for block in holder.find_all(_BLOCK_TAGS):
+            block.append(" ")
 
 
 def _collect_blocks(root: Tag, collector: _BlockCollector) -> None:

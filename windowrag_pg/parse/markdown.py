@@ -160,8 +160,17 @@ def _without_front_matter(text: str, lines: LineTable) -> str:
         return text
     for line in range(1, len(lines)):
         if text[lines.start(line) : lines.end(line)].rstrip() in _FRONT_MATTER_CLOSERS:
+            if not _looks_like_yaml(text[lines.start(1) : lines.start(line)]):
+                return text  # a page that opens with a thematic break: its text is content
             return "\n" * (line + 1) + text[lines.start(line + 1) :]
     return text  # no closing line: not front matter, let markdown-it read it
+
+
+def _looks_like_yaml(block: str) -> bool:
+    """Front matter holds `key: value` lines (and list items, comments, continuations): a page
+    that opened with `---` and prose lost everything to the next `---`."""
+    lines = [line for line in block.splitlines() if line.strip()]
+    return bool(lines) and re.match(r"^[\w\-. \"']+\s*:(\s|$)", lines[0]) is not None
 
 
 def _block(kind: str, text: str, span: tuple[int, int] | None) -> list[Block]:
@@ -243,5 +252,7 @@ def _code_span(lines: LineTable, code: Token) -> tuple[int, int]:
 
 
 def _is_html_comment(html: str) -> bool:
+    """Only a comment: `<!-- a --> text <!-- b -->` also starts and ends like one, and its text
+    was lost."""
     stripped = html.strip()
-    return stripped.startswith("<!--") and stripped.endswith("-->")
+    return stripped.startswith("<!--") and stripped.endswith("-->") and stripped.find("-->") == len(stripped) - 3
