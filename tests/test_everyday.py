@@ -2,6 +2,7 @@
 matches nothing says so, a metadata-only change re-embeds nothing."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -363,3 +364,36 @@ def test_the_token_budget_holds_for_the_text_between_sentences(conn, collection_
         stored = conn.execute("SELECT d.text FROM windowrag.documents d JOIN windowrag.collections c"
                               " ON c.id = d.collection_id WHERE c.name = %s", [collection_name]).fetchone()[0]
         assert all(stored[c.citation.start_char:c.citation.end_char] == c.text for c in result.contexts)
+
+
+@pytest.mark.parametrize("selection", ["segments", "windows"])
+def test_a_document_replaced_during_a_search_never_lends_its_place_to_another(conn, collection_name, embedder,
+                                                                              selection):
+    """The texts were read in a second statement and paired with the contexts in order: a
+    document replaced in between had no row, and the next document's text went to its context
+    (the windows selection raised IndexError)."""
+    from windowrag_pg.db.sqlfiles import load_sql
+    from windowrag_pg.pipeline import PipelineOptions
+
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(DOCS)
+    pipeline = Pipeline(conn, collection=collection_name, embedder=embedder)
+    steps = pipeline.steps("rotate keys lunch", PipelineOptions(k=3, min_relevance=None, selection=selection))
+    rows, replaced = None, False
+    try:
+        while True:
+            statement = steps.send(rows)
+            reads_text = statement.query in (load_sql("document_slices"), load_sql("segment_sentences"))
+            if reads_text and not replaced:  # between the search and the text: a new version of "keys"
+                changed = dataclasses.replace(DOCS[0], text=DOCS[0].text + " Keys live in the vault.")
+                assert Ingestor(conn, collection=collection_name, embedder=embedder).ingest([changed]).replaced == 1
+                replaced = True
+            rows = conn.execute(statement.query, statement.params, prepare=statement.prepare).fetchall()
+    except StopIteration as done:
+        result = done.value
+    assert replaced
+    stored = dict(conn.execute("SELECT d.external_id, d.text FROM windowrag.documents d JOIN windowrag.collections c"
+                               " ON c.id = d.collection_id WHERE c.name = %s", [collection_name]).fetchall())
+    for context in result.contexts:  # every context is its own document's text, or left out
+        assert context.citation.document_id == "lunch"
+        assert stored["lunch"][context.citation.start_char:context.citation.end_char] == context.text
+    assert any("left out: their document was replaced or deleted" in note for note in result.trace["notes"])

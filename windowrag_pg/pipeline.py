@@ -251,7 +251,9 @@ class Pipeline:
         contexts = order_contexts(contexts, order=options.order)
         timings["assemble_ms"] = (time.perf_counter() - mark) * 1000
         mark = time.perf_counter()
-        yield from self._fill_text(contexts)
+        kept = yield from self._fill_text(contexts)
+        changed = len(contexts) - len(kept)
+        contexts = kept
         if options.token_budget and candidates.count_tokens is not None:
             contexts = fit_token_budget(contexts, budget=options.token_budget, count_tokens=candidates.count_tokens)
             if not contexts and abstain is None:
@@ -273,7 +275,7 @@ class Pipeline:
                           "last_ordinal": c.citation.last_ordinal, "tokens": c.token_count, "score": c.score}
                          for c in contexts],
             "timings_ms": {key.removesuffix("_ms"): round(value, 2) for key, value in timings.items()},
-            "notes": candidates.notes + _ignored_option_notes(options),  # a filter matching nothing, ...
+            "notes": candidates.notes + _ignored_option_notes(options) + _changed_notes(changed),
         }
         return PipelineResult(query=candidates.query, contexts=contexts, trace=trace, abstained=abstain is not None)
 
@@ -281,7 +283,8 @@ class Pipeline:
         """The cross-encoder's scores of the query's most valuable sentences, each read alone."""
         chosen = [candidates.sentences[i] for i in sentences_to_verify(probabilities)]
         rows = yield _slices([(c.document_key, c.start_char, c.end_char) for c in chosen])
-        scores = self.verifier.score(candidates.query, [text for (text,) in rows])
+        texts = dict(rows)  # (a document replaced meanwhile has no row: its sentence reads as "")
+        scores = self.verifier.score(candidates.query, [texts.get(i, "") for i in range(1, len(chosen) + 1)])
         return {"sentences": [{"document_id": candidates.documents[c.document_key][0], "ordinal": c.ordinal}
                               for c in chosen],
                 "scores": [float(s) for s in scores]}
@@ -333,6 +336,8 @@ class Pipeline:
 
         mark = time.perf_counter()
         yield from self._attach_sentences(windows)
+        vanished = sum(not w.sentences for w in windows)  # their document replaced or deleted meanwhile
+        windows = [w for w in windows if w.sentences]
         timings["fetch_ms"] = (time.perf_counter() - mark) * 1000
 
         mark = time.perf_counter()
@@ -362,7 +367,7 @@ class Pipeline:
 
         mark = time.perf_counter()
         contexts = order_contexts(contexts, order="score")
-        notes = list(retrieved.notes)
+        notes = list(retrieved.notes) + _changed_notes(vanished)
         if wanted > options.k and len(retrieved.contexts) >= options.k:
             # the pool asked of the retriever for reranking or RSE; k contexts were there to choose from
             notes = [n for n in notes if not n.startswith(f"{len(retrieved.contexts)} contexts for k={wanted}:")]
@@ -374,7 +379,9 @@ class Pipeline:
             notes.append(f"the contexts were cut to {MAX_RETURNED_TOKENS} tokens (limit token_budget; set a token budget)")
         contexts = apply_token_budget(contexts, budget=options.token_budget or MAX_RETURNED_TOKENS, trim=self._trim)
         contexts = order_contexts(contexts, order=options.order)
-        yield from self._fill_text(contexts)
+        kept = yield from self._fill_text(contexts)
+        notes.extend(_changed_notes(len(contexts) - len(kept)))
+        contexts = kept
         if options.token_budget and retrieved.count_tokens is not None:
             contexts = fit_token_budget(contexts, budget=options.token_budget, count_tokens=retrieved.count_tokens)
         timings["assemble_ms"] = (time.perf_counter() - mark) * 1000
@@ -488,12 +495,22 @@ class Pipeline:
                                 token_count=sum(s.token_count for s in chosen), document_key=context.document_key,
                                 sentences=list(chosen), hits=hits)
 
-    def _fill_text(self, contexts: list[AssembledContext]) -> Steps[None]:
+    def _fill_text(self, contexts: list[AssembledContext]) -> Steps[list[AssembledContext]]:
+        """Read each context's text (one statement); the contexts whose document was replaced or
+        deleted since the search read it are left out of the list returned (their text is gone;
+        paired in order, the other texts shifted onto the wrong contexts)."""
         if not contexts:
-            return
+            return []
         rows = yield _slices([(c.document_key, c.citation.start_char, c.citation.end_char) for c in contexts])
-        for context, (text,) in zip(contexts, rows):
-            context.text = text
+        texts = dict(rows)
+        for position, context in enumerate(contexts, start=1):
+            context.text = texts.get(position, "")
+        return [c for position, c in enumerate(contexts, start=1) if position in texts]
+
+
+def _changed_notes(left_out: int) -> list[str]:
+    return ([f"{left_out} context(s) left out: their document was replaced or deleted during the search"]
+            if left_out else [])
 
 
 def _slices(ranges: Sequence[tuple[int, int, int]]) -> Statement:
