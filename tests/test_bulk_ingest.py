@@ -233,3 +233,37 @@ def test_a_bulk_batch_that_fails_is_written_again_one_by_one_and_only_the_failin
     assert [r for r in after if r[0] in ("d0", "d1", "d2")] == before  # d1 still its first version
     assert sorted({r[0] for r in after}) == ["d0", "d1", "d2", "n0", "n1", "n2", "n3", "n4"]
     assert index_state(conn, collection_name) == "valid"
+
+
+def test_another_writer_during_a_bulk_load_leaves_exact_bm25_statistics(db_url, conn, embedder, collection_name):
+    """A second service's ingest while a bulk load ran saw the deferred statistics (0 sentences),
+    took the collection for empty and created its index in place; the bulk load then found the
+    index valid and skipped its recount: n_sentences 1 against 73 rows, BM25 blind to its
+    documents, no error anywhere."""
+    from windowrag_pg.db.connection import connect
+
+    documents = [SourceDocument(external_id=f"d{i}", format="text",
+                                text=f"Document {i} is about topic{i}. It has a second sentence. And a third one.")
+                 for i in range(BULK_MIN_DOCUMENTS + 2)]
+    other = connect(db_url, autocommit=True)
+    written = []
+
+    def meanwhile(document_id, status, units):
+        if document_id == "d0" and not written:
+            written.append(Ingestor(other, collection=collection_name, embedder=embedder).ingest([
+                SourceDocument(external_id="other", format="text", text="Written by another instance. Meanwhile.")]))
+
+    try:
+        report = Ingestor(conn, collection=collection_name, embedder=embedder).ingest(documents, on_document=meanwhile)
+    finally:
+        other.close()
+    assert report.bulk and not report.errors and written and not written[0].errors
+    rows = conn.execute("SELECT count(*) FROM windowrag.sentences s JOIN windowrag.collections c ON c.id = s.collection_id"
+                        " WHERE c.name = %s", [collection_name]).fetchone()[0]
+    counted = conn.execute("SELECT b.n_sentences FROM windowrag.bm25_stats b JOIN windowrag.collections c"
+                           " ON c.id = b.collection_id WHERE c.name = %s", [collection_name]).fetchone()[0]
+    assert counted == rows == 3 * len(documents) + 2
+    bm25 = [c for c in run_checks(conn) if c.name.startswith("BM25 statistics") and collection_name in c.name]
+    assert bm25 and all(c.ok for c in bm25), bm25
+    found = Retriever(conn, embedder=embedder, collection=collection_name).search("topic7", k=1, mode="bm25")
+    assert [c.document_id for c in found.contexts] == ["d7"]

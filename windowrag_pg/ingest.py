@@ -34,10 +34,10 @@ from .parse.types import ParsedDocument, Unit
 from .sources import SourceDocument, SourceError, check_source
 from .split.sentences import split_units
 from .store.collections import (
-    Collection, CollectionError, build_collection_index, centre_if_due, collection_index_state, collection_sentence_count,
+    Collection, CollectionError, build_collection_index, centre_if_due, collection_index_state, collection_has_sentences,
     drop_collection_index, ensure_collection, ensure_collection_index, get_collection,
 )
-from .store.bm25 import pack_if_due
+from .store.bm25 import pack_if_due, rebuild_bm25
 from .store.writer import (
     DocumentRecord, DocumentRows, existing_hash, stored_content, update_metadata, write_documents,
 )
@@ -187,7 +187,7 @@ class Ingestor:
             # collection leaves it ready for tenant roles); a populated one without a valid index
             # (an interrupted bulk load) is left to ingest(): built after a bulk load, before an
             # incremental one.
-            if bulk is False or collection_sentence_count(conn, self.collection) == 0:
+            if bulk is False or not collection_has_sentences(conn, self.collection):
                 ensure_collection_index(conn, self.collection)
                 self._index_ready = True
 
@@ -308,7 +308,7 @@ class Ingestor:
             bulk = self.bulk
             if bulk is None:
                 bulk = (inputs > BULK_MIN_DOCUMENTS and self._may_index(conn)
-                        and (collection_sentence_count(conn, self.collection) == 0
+                        and (not collection_has_sentences(conn, self.collection)
                              or collection_index_state(conn, self.collection) != "valid"))
             if not bulk:
                 if not self._index_ready:
@@ -333,7 +333,10 @@ class Ingestor:
         started = time.perf_counter()
         try:
             with self._connection() as conn:
-                build_collection_index(conn, self.collection)
+                if not build_collection_index(conn, self.collection):
+                    # another writer built the index meanwhile (without this load's deferred BM25
+                    # statistics): they are counted all the same
+                    rebuild_bm25(conn, self.collection)
             self._index_ready = True
         except psycopg.Error as exc:
             if self._last_conn is not None and (self._last_conn.closed or self._last_conn.broken):

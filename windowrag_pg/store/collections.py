@@ -163,7 +163,13 @@ def collection_index_state(conn: psycopg.Connection, collection: Collection) -> 
 
 
 def collection_sentence_count(conn: psycopg.Connection, collection: Collection) -> int:
+    """The BM25 statistics' sentence count: cheap, exact between ingests, 0 during a bulk load."""
     return conn.execute(load_sql("collection_sentence_count"), [collection.id]).fetchone()[0]
+
+
+def collection_has_sentences(conn: psycopg.Connection, collection: Collection) -> bool:
+    """Whether the collection holds rows, a bulk load's too (whose statistics are counted at its end)."""
+    return conn.execute(load_sql("collection_has_sentences"), [collection.id]).fetchone()[0]
 
 
 def vector_expression(value: sql.Composable, dimension: int, centre: str | None) -> sql.Composable:
@@ -277,7 +283,7 @@ def ensure_collection_index(conn: psycopg.Connection, collection: Collection) ->
     if state == "valid":
         return
     try:
-        if _outside_transaction(conn) and (state == "invalid" or collection_sentence_count(conn, collection)):
+        if _outside_transaction(conn) and (state == "invalid" or collection_has_sentences(conn, collection)):
             build_collection_index(conn, collection)
             return
         if state == "invalid":
