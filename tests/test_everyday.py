@@ -397,3 +397,32 @@ def test_a_document_replaced_during_a_search_never_lends_its_place_to_another(co
         assert context.citation.document_id == "lunch"
         assert stored["lunch"][context.citation.start_char:context.citation.end_char] == context.text
     assert any("left out: their document was replaced or deleted" in note for note in result.trace["notes"])
+
+
+def test_deleting_a_collection_does_not_stall_searches_of_the_others(db_url, conn, collection_name, embedder):
+    """delete_collection's plain DROP INDEX locked the whole shared sentences table: it queued
+    behind a long reader and every search of every collection queued behind it."""
+    import threading
+    import time
+
+    from windowrag_pg.db.connection import connect
+
+    other = f"{collection_name}_kept"
+    for name in (collection_name, other):
+        Ingestor(conn, collection=name, embedder=embedder).ingest(DOCS)
+    reader = connect(db_url)  # a long report holding the table
+    reader.execute("SELECT count(*) FROM windowrag.sentences").fetchone()
+    deleting = threading.Thread(target=lambda: wr.delete_collection(connect(db_url, autocommit=True), collection_name))
+    try:
+        deleting.start()
+        time.sleep(1.0)  # the drop now waits for the long reader
+        started = time.monotonic()
+        found = Pipeline(conn, collection=other, embedder=embedder).search("rotate keys", min_relevance=None)
+        assert found.contexts and time.monotonic() - started < 5
+    finally:
+        reader.rollback()
+        reader.close()
+        deleting.join(30)
+    assert not deleting.is_alive()
+    assert conn.execute("SELECT count(*) FROM windowrag.collections WHERE name = %s", [collection_name]).fetchone() == (0,)
+    wr.delete_collection(conn, other)
