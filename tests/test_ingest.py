@@ -234,3 +234,24 @@ def test_two_first_ingests_of_a_new_collection_at_once_both_succeed(db_url, conn
     report = Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
         [SourceDocument(external_id="a", format="text", text="One sentence here. Another one there.")])
     assert report.added == 1 and not report.errors
+
+
+def test_a_collection_deleted_during_an_ingest_is_reported_not_raised(db_url, conn, collection_name, embedder):
+    """The upkeep after an incremental ingest raised a TypeError (its index statistics read None)."""
+    import windowrag_pg as wr
+    from windowrag_pg.db.connection import connect
+
+    other = connect(db_url, autocommit=True)
+    documents = [SourceDocument(external_id=f"d{i}", format="text", text=f"Sentence {i}. Another one.") for i in range(3)]
+
+    def delete_meanwhile(document_id, status, units):
+        if document_id == "d0":
+            wr.delete_collection(other, collection_name)
+
+    try:
+        report = Ingestor(conn, collection=collection_name, embedder=embedder, bulk=False).ingest(
+            documents, on_document=delete_meanwhile)
+    finally:
+        other.close()
+    assert report.errors and all("no longer exists" in e.message or "deleted" in e.message for e in report.errors), \
+        [(e.name, e.message) for e in report.errors]

@@ -364,6 +364,9 @@ class Ingestor:
         try:
             with self._connection() as conn:
                 return self._may_index(conn) and action(conn, self.collection)
+        except CollectionError as exc:  # deleted or re-embedded meanwhile
+            report.errors.append(SourceError(what, f"{failed}: {exc}"))
+            return False
         except psycopg.Error as exc:
             if self._last_conn is not None and (self._last_conn.closed or self._last_conn.broken):
                 raise

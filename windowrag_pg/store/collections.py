@@ -212,8 +212,11 @@ def collection_centre(conn: psycopg.Connection, collection: Collection) -> str |
 
 def index_statistics(conn: psycopg.Connection, collection: Collection) -> tuple[str | None, str | None]:
     """The centre and the spread (binary, migration 0023) of the collection's vector index as
-    text; None for what it was built without."""
-    return conn.execute(load_sql("collection_centre"), [collection.id]).fetchone()
+    text; None for what it was built without. CollectionError when the collection is gone."""
+    row = conn.execute(load_sql("collection_centre"), [collection.id]).fetchone()
+    if row is None:  # (an ingest's upkeep raised a TypeError after a delete_collection meanwhile)
+        raise CollectionError(f"collection {collection.name!r} no longer exists (deleted meanwhile)")
+    return row
 
 
 def _index_statement(collection: Collection, centre: str | None, spread: str | None, *, concurrently: bool,
