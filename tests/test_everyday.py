@@ -426,3 +426,28 @@ def test_deleting_a_collection_does_not_stall_searches_of_the_others(db_url, con
     assert not deleting.is_alive()
     assert conn.execute("SELECT count(*) FROM windowrag.collections WHERE name = %s", [collection_name]).fetchone() == (0,)
     wr.delete_collection(conn, other)
+
+
+def test_a_search_outlives_its_connection_being_dropped(db_url, conn, collection_name, embedder):
+    """After a server restart the first search raised psycopg's AdminShutdown ("terminating
+    connection due to administrator command"); the next one reconnected. A search's statements
+    only read: the statement runs again on a new connection."""
+    import asyncio
+
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(DOCS)
+    first = wr.search("rotate keys", collection=collection_name, url=db_url, min_relevance=None)
+    kept = wr._pipeline(collection_name, db_url, None).source._conn
+    conn.execute("SELECT pg_terminate_backend(%s)", [kept.info.backend_pid])
+    again = wr.search("rotate keys", collection=collection_name, url=db_url, min_relevance=None)
+    assert [c.text for c in again.contexts] == [c.text for c in first.contexts]
+
+    async def twice():
+        found = await wr.asearch("rotate keys", collection=collection_name, url=db_url, min_relevance=None)
+        pipeline = next(iter(wr._async_pipelines[asyncio.get_running_loop()].values()))
+        conn.execute("SELECT pg_terminate_backend(%s)", [pipeline.source._conn.info.backend_pid])
+        found_again = await wr.asearch("rotate keys", collection=collection_name, url=db_url, min_relevance=None)
+        await wr.aclose()
+        return found, found_again
+
+    found, found_again = asyncio.run(twice())
+    assert [c.text for c in found_again.contexts] == [c.text for c in found.contexts] == [c.text for c in first.contexts]

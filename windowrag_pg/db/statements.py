@@ -36,8 +36,16 @@ def run_steps(steps: Steps[T], source: Any) -> T:
     try:
         while True:
             statement = steps.send(rows)
-            with source.connection() as conn, _explained():
-                rows = conn.execute(statement.query, statement.params, prepare=statement.prepare).fetchall()
+            for attempt in (1, 2):
+                used = None
+                try:
+                    with source.connection() as conn, _explained():
+                        used = conn
+                        rows = conn.execute(statement.query, statement.params, prepare=statement.prepare).fetchall()
+                    break
+                except Exception as exc:
+                    if attempt == 2 or not _dropped(used, exc):
+                        raise
     except StopIteration as done:
         return done.value
 
@@ -47,12 +55,30 @@ async def arun_steps(steps: Steps[T], source: Any) -> T:
     event loop, everything between them in a worker thread."""
     statement, result = await asyncio.to_thread(_advance, steps, None)
     while statement is not None:
-        async with source.connection() as conn:
-            with _explained():
-                cursor = await conn.execute(statement.query, statement.params, prepare=statement.prepare)
-                rows = await cursor.fetchall()
+        for attempt in (1, 2):
+            used = None
+            try:
+                async with source.connection() as conn:
+                    used = conn
+                    with _explained():
+                        cursor = await conn.execute(statement.query, statement.params, prepare=statement.prepare)
+                        rows = await cursor.fetchall()
+                break
+            except Exception as exc:
+                if attempt == 2 or not _dropped(used, exc):
+                    raise
         statement, result = await asyncio.to_thread(_advance, steps, rows)
     return result
+
+
+def _dropped(conn: Any, exc: BaseException) -> bool:
+    """Whether EXC is the server dropping CONN (a restart: "terminating connection due to
+    administrator command"). The steps' statements only read, so the statement runs once more,
+    on the new connection the source then opens (the first search after a restart failed)."""
+    import psycopg
+
+    cause = exc if isinstance(exc, psycopg.OperationalError) else exc.__cause__
+    return isinstance(cause, psycopg.OperationalError) and conn is not None and (conn.closed or conn.broken)
 
 
 @contextmanager
