@@ -253,5 +253,5 @@ def test_a_collection_deleted_during_an_ingest_is_reported_not_raised(db_url, co
             documents, on_document=delete_meanwhile)
     finally:
         other.close()
-    assert report.errors and all("no longer exists" in e.message or "deleted" in e.message for e in report.errors), \
+    assert report.errors and all("was deleted or re-embedded" in e.message for e in report.errors), \
         [(e.name, e.message) for e in report.errors]

@@ -215,7 +215,7 @@ def index_statistics(conn: psycopg.Connection, collection: Collection) -> tuple[
     text; None for what it was built without. CollectionError when the collection is gone."""
     row = conn.execute(load_sql("collection_centre"), [collection.id]).fetchone()
     if row is None:  # (an ingest's upkeep raised a TypeError after a delete_collection meanwhile)
-        raise CollectionError(f"collection {collection.name!r} no longer exists (deleted meanwhile)")
+        raise CollectionError(f"collection {collection.name!r} was deleted or re-embedded since this ingest opened it")
     return row
 
 

@@ -103,7 +103,9 @@ def write_documents(conn: psycopg.Connection, collection: Collection, documents:
 def lock_collection_writes(conn: psycopg.Connection, collection: Collection) -> None:
     """The locking rule (sql/lock_collection_writes.sql), inside the caller's transaction."""
     if conn.execute(load_sql("lock_collection_writes"), [collection.id]).fetchone() is None:
-        raise CollectionError(f"collection {collection.name!r} no longer exists (deleted meanwhile?)")
+        # the id this writer read is gone: the collection was deleted, or re-embedded into a new one
+        raise CollectionError(f"collection {collection.name!r} was deleted or re-embedded (`windowrag reembed`) since "
+                              "this ingest opened it: nothing of this document was written; run the ingest again")
 
 
 def stored_content(conn: psycopg.Connection, collection: Collection, external_id: str) -> tuple | None:
