@@ -500,12 +500,12 @@ def cmd_db_url(args) -> int:
 def cmd_doctor(args) -> int:
     from rich.console import Console
 
-    from .doctor import centre_indexes, repair_bm25, repair_indexes, repair_native, run_checks
+    from .doctor import centre_indexes, check_may_repair, repair_bm25, repair_indexes, repair_native, run_checks
 
     console = Console()
     with _connect(args) as conn:
         if args.fix:
-            _check_owner_fixes(conn)
+            check_may_repair(conn)
             for name in repair_indexes(conn):
                 console.print(f"fixed HNSW index of {name!r}: built (its BM25 statistics recounted and packed first)")
             for name in centre_indexes(conn):
@@ -521,15 +521,6 @@ def cmd_doctor(args) -> int:
     failed = sum(not c.ok for c in checks)
     console.print(f"{len(checks) - failed} ok, {failed} failed")
     return 1 if failed else 0
-
-
-def _check_owner_fixes(conn) -> None:
-    """doctor --fix rebuilds indexes and BM25 tables: the schema owner's work (docs/tenancy.md)."""
-    from .db.sqlfiles import load_sql
-
-    if not conn.execute(load_sql("may_repair")).fetchone()[0]:
-        raise RuntimeError(f"windowrag doctor --fix needs the schema's owner: role {conn.info.user!r} may not rebuild "
-                           "indexes or BM25 tables (run `windowrag doctor` without --fix to see what is wrong)")
 
 
 def cmd_native_install(args) -> int:

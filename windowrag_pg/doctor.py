@@ -133,6 +133,14 @@ def _centre_advice(conn, collection: Collection, size: int) -> str | None:
     return None
 
 
+def check_may_repair(conn: psycopg.Connection) -> None:
+    """The repairs rebuild indexes and BM25 tables: the schema owner's work (docs/tenancy.md); a
+    tenant role is told so before any of them (it got a bare "permission denied for table ...")."""
+    if not conn.execute(load_sql("may_repair")).fetchone()[0]:
+        raise RuntimeError(f"windowrag doctor --fix needs the schema's owner: role {conn.info.user!r} may not rebuild "
+                           "indexes or BM25 tables (run `windowrag doctor` without --fix to see what is wrong)")
+
+
 def repair_indexes(conn: psycopg.Connection) -> list[str]:
     """Build every collection's missing or invalid HNSW index (CREATE INDEX CONCURRENTLY: no other
     collection's writer is blocked); the names of the collections repaired."""
