@@ -114,11 +114,12 @@ class PipelineOptions:
         found = first_problem(**{name: getattr(self, name) for name in (
             "k", "window", "candidates", "ef_search", "rrf_k", "max_sentences", "rerank_candidates",
             "rerank_tokens", "rerank_token_budget", "token_budget")})
-        # first_problem passes None over (an option left unset); these have no "unset"
-        found = found or next(filter(None, (problem(name, getattr(self, name)) for name in (
-            "k", "window", "candidates", "ef_search", "rrf_k", "rerank_candidates") if getattr(self, name) is None)), None)
         if found:
             raise QueryError(found)
+        # first_problem passes None over (an option left unset); these have no "unset"
+        for name in ("k", "window", "candidates", "ef_search", "rrf_k", "rerank_candidates"):
+            if getattr(self, name) is None:
+                raise QueryError(problem(name, None))
         for name, allowed in (("mode", MODES), ("clamp", CLAMPS), ("order", ORDERS)):
             if getattr(self, name) not in allowed:
                 raise QueryError(f"{name} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}")
