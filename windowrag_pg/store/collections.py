@@ -68,7 +68,10 @@ def get_collection(conn: psycopg.Connection, name: str) -> Collection:
 def collection_from_row(name: str, row) -> Collection:
     """The collection of a get_collection row (None: it does not exist)."""
     if row is None:
-        raise CollectionError(f"collection {name!r} does not exist (ingest documents into it first)")
+        # row-level security hides other tenants' collections (a service role without
+        # windowrag.tenant set sees none): the hint names both cases
+        raise CollectionError(f"collection {name!r} does not exist (ingest documents into it first) or this role's "
+                              "tenant cannot see it (a windowrag_service role sets windowrag.tenant: docs/tenancy.md)")
     return Collection(*row)
 
 
