@@ -9,7 +9,6 @@ import difflib
 import os
 
 from windowrag_pg.embed.base import BGE_QUERY_INSTRUCTION, Embedder, EmbeddingError, MissingExtraError
-from windowrag_pg.embed.hub import model_source_problem
 
 DEFAULT_EMBEDDER = "bge-small-en"
 DEFAULT_EMBEDDER_MODEL_ID = "onnx:bge-small-en-v1.5-int8"  # = onnx_bge.DEFAULT_MODEL_ID, without importing it
@@ -43,13 +42,9 @@ def get_embedder(name: str | None = None, **options) -> Embedder:
     near = close_to_builtin(name)
     if near:
         raise EmbeddingError(f"unknown embedder {name!r}: did you mean {near!r} (the built-in BGE small, offline)?")
-    target = name.removeprefix(SENTENCE_TRANSFORMERS_PREFIX)
-    problem = model_source_problem(target)  # before importing torch (~10 s)
-    if problem:
-        raise EmbeddingError(f"could not load sentence-transformers model: {problem}")
     from windowrag_pg.embed.sentence_transformers import SentenceTransformerEmbedder
 
-    return SentenceTransformerEmbedder(target, **options)
+    return SentenceTransformerEmbedder(name.removeprefix(SENTENCE_TRANSFORMERS_PREFIX), **options)
 
 
 def close_to_builtin(name: str) -> str | None:

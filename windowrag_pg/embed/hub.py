@@ -39,6 +39,14 @@ def hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def check_model_source(name: str, *, error: type[Exception], what: str) -> None:
+    """Raise ERROR ("could not load WHAT: ...") when model_source_problem finds one; the optional
+    backends call it first in their constructors, before importing torch (~10 s)."""
+    problem = model_source_problem(name)
+    if problem:
+        raise error(f"could not load {what}: {problem}")
+
+
 def model_source_problem(name: str, *, timeout: float = REACH_TIMEOUT_SECONDS) -> str | None:
     """Why model NAME cannot be loaded, when that can be told quickly; None when it may load (a
     local folder, a cached model, or a hub whose host answers)."""

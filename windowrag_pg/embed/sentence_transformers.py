@@ -21,7 +21,7 @@ from windowrag_pg.embed.base import (
     resolve_query_instruction,
     unique_texts,
 )
-from windowrag_pg.embed.hub import model_source_problem
+from windowrag_pg.embed.hub import check_model_source
 
 # sentence-transformers sorts by length inside one encode() call, so hand it several
 # batches at a time; progress is reported per such chunk.
@@ -46,6 +46,7 @@ class SentenceTransformerEmbedder(Embedder):
         device: str | None = None,
         model_id: str | None = None,
     ) -> None:
+        check_model_source(os.fspath(model_name_or_path), error=EmbeddingError, what="sentence-transformers model")
         # Imported here, not at module import, so the core library never needs torch.
         self._st = import_optional("sentence_transformers", needed_for="SentenceTransformerEmbedder")
         self.model_name_or_path = os.fspath(model_name_or_path)
@@ -61,9 +62,6 @@ class SentenceTransformerEmbedder(Embedder):
         return self._model.get()
 
     def _load(self):
-        problem = model_source_problem(self.model_name_or_path)
-        if problem:
-            raise EmbeddingError(f"could not load sentence-transformers model: {problem}")
         try:
             return self._st.SentenceTransformer(self.model_name_or_path, device=self.device)
         except Exception as exc:  # OSError offline, ValueError bad folder, ...

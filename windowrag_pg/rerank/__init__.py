@@ -5,7 +5,6 @@ FlagEmbedding and sentence-transformers backends need the optional 'hf' extra.
 """
 from __future__ import annotations
 
-from windowrag_pg.embed.hub import model_source_problem
 from windowrag_pg.rerank.base import Reranker, RerankError
 
 DEFAULT_RERANKER = "ms-marco-minilm-l12"
@@ -31,16 +30,13 @@ def get_reranker(name: str | None = None, **options) -> Reranker:
 
         return OnnxCrossEncoder(**options)
     if isinstance(name, str) and name.startswith((FLAG_PREFIX, FLAG_MODEL_ID_PREFIX)):
-        target = name.removeprefix(FLAG_MODEL_ID_PREFIX)
-        _check_source(target)
         from windowrag_pg.rerank.flag import FlagEmbeddingReranker
 
-        return FlagEmbeddingReranker(target, **options)
+        return FlagEmbeddingReranker(name.removeprefix(FLAG_MODEL_ID_PREFIX), **options)
     if isinstance(name, str) and name.startswith(SENTENCE_TRANSFORMERS_PREFIX):
         target = name[len(SENTENCE_TRANSFORMERS_PREFIX) :]
         if not target:
             raise RerankError("'st:' must be followed by a model name or a folder")
-        _check_source(target)
         from windowrag_pg.rerank.st_cross_encoder import SentenceTransformerCrossEncoder
 
         return SentenceTransformerCrossEncoder(target, **options)
@@ -48,10 +44,3 @@ def get_reranker(name: str | None = None, **options) -> Reranker:
         f"unknown reranker {name!r}: use None or {DEFAULT_RERANKER!r} (ONNX, offline), "
         f"'{FLAG_PREFIX}...' (FlagEmbedding) or '{SENTENCE_TRANSFORMERS_PREFIX}NAME_OR_PATH' (sentence-transformers)"
     )
-
-
-def _check_source(target: str) -> None:
-    """Fail at once, before importing torch (~10 s), for a model that cannot be loaded."""
-    problem = model_source_problem(target)
-    if problem:
-        raise RerankError(f"could not load reranker: {problem}")

@@ -11,7 +11,7 @@ from pathlib import PurePath
 import numpy as np
 
 from windowrag_pg.embed.base import LoadOnce, import_optional
-from windowrag_pg.embed.hub import model_source_problem
+from windowrag_pg.embed.hub import check_model_source
 from windowrag_pg.rerank.base import Reranker, RerankError
 
 
@@ -33,6 +33,7 @@ class FlagEmbeddingReranker(Reranker):
         devices: str | list[str] | None = None,
         model_id: str | None = None,
     ) -> None:
+        check_model_source(os.fspath(model_name_or_path), error=RerankError, what="FlagEmbedding reranker")
         self._flag = import_optional("FlagEmbedding", needed_for="FlagEmbeddingReranker")
         self.model_name_or_path = os.fspath(model_name_or_path)
         self.model_id = model_id or f"flag:{self.model_name_or_path}"
@@ -47,9 +48,6 @@ class FlagEmbeddingReranker(Reranker):
         return self._model.get()
 
     def _load(self):
-        problem = model_source_problem(self.model_name_or_path)
-        if problem:
-            raise RerankError(f"could not load FlagEmbedding reranker: {problem}")
         options = dict(use_fp16=self.use_fp16, devices=self.devices, max_length=self.max_length)
         try:
             from FlagEmbedding.inference.reranker.model_mapping import AUTO_RERANKER_MAPPING

@@ -10,7 +10,7 @@ import os
 import numpy as np
 
 from windowrag_pg.embed.base import LoadOnce, import_optional
-from windowrag_pg.embed.hub import model_source_problem
+from windowrag_pg.embed.hub import check_model_source
 from windowrag_pg.rerank.base import Reranker, RerankError
 
 
@@ -25,6 +25,7 @@ class SentenceTransformerCrossEncoder(Reranker):
         device: str | None = None,
         model_id: str | None = None,
     ) -> None:
+        check_model_source(os.fspath(model_name_or_path), error=RerankError, what="CrossEncoder")
         self._st = import_optional("sentence_transformers", needed_for="SentenceTransformerCrossEncoder")
         self._torch = import_optional("torch", needed_for="SentenceTransformerCrossEncoder")
         self.model_name_or_path = os.fspath(model_name_or_path)
@@ -39,9 +40,6 @@ class SentenceTransformerCrossEncoder(Reranker):
         return self._model.get()
 
     def _load(self):
-        problem = model_source_problem(self.model_name_or_path)
-        if problem:
-            raise RerankError(f"could not load CrossEncoder: {problem}")
         try:
             model = self._st.CrossEncoder(self.model_name_or_path, max_length=self.max_length, device=self.device)
         except Exception as exc:  # OSError offline, ValueError bad folder, ...
