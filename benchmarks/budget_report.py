@@ -36,7 +36,7 @@ from eval_report import DOCS, EVAL_DIR, MAIN_METRIC, OUT, fmt, paired_bootstrap,
 DATASETS = ("squad-dev", "contractnli-dev")
 BUDGETS = (256, 512, 700, 1024, 1200, 1536, 2048)
 BASELINES = ("chunks512", "chunks256", "window_nomerge")
-CONFIGS = ("full", "full_no_abstain", "rse_off", "windows") + BASELINES
+CONFIGS = ("full", "full_no_abstain", "full_no_headers", "rse_off", "windows") + BASELINES
 # (queries of, asked of the collection of, scope): nothing in the collection answers them
 OUT_OF_CORPUS = (("squad-dev", "contractnli-dev", "scoped"), ("contractnli-dev", "squad-dev", "unscoped"))
 HANDBOOK = ("squad-dev", "handbook", "unscoped")  # --ooc-handbook (837 documents to ingest first)
@@ -44,7 +44,8 @@ HANDBOOK = ("squad-dev", "handbook", "unscoped")  # --ooc-handbook (837 document
 TARGETS = (("squad-dev", 700, "hit@5", 0.96), ("contractnli-dev", 1200, "evidence_recall@5", 0.95))
 # paired comparisons at equal tokens: (without, with, what the second adds); pairs whose files
 # are missing are left out, so ablation configurations can be added with --configs FILE.json
-PAIRS = (("windows", "full", "value-based selection instead of fixed ±3 windows"),
+PAIRS = (("full_no_headers", "full", "contextual headers: each sentence embedded with its title and section path"),
+         ("windows", "full", "value-based selection instead of fixed ±3 windows"),
          ("windows", "rse_off", "sentence values: ±3 windows around the most valuable sentences, not the fused hits"),
          ("rse_off", "full_no_abstain", "RSE: the best runs within the budget instead of ±3 windows"),
          ("full_no_abstain", "full", "abstention (min_relevance)"))

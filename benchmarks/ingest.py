@@ -136,7 +136,7 @@ def unit_texts(sources: list[SourceDocument]) -> tuple[list[str], list[str], flo
 def run_end_to_end(url, sources, embedder, name, profile: bool):
     conn = connect(url, autocommit=True)
     fresh_collection(conn, name)
-    ingestor = Ingestor(conn, collection=name, embedder=embedder)
+    ingestor = Ingestor(conn, collection=name, embedder=embedder, contextual_headers=False)  # the texts planned above
     bar = tqdm(total=len(sources), desc="end to end", unit="doc")
     profiler = cProfile.Profile() if profile else None
     with StageTimers(embedder) as timers:

@@ -224,7 +224,10 @@ def windowrag_bulk_load(url: str, plan: Plan, texts: list[str], tokens: dict, mo
                         vector_index: str | None = None):
     embedder = plan_embedder(plan, texts, tokens, model_id)
     with connect(url, autocommit=True) as conn:
-        ingestor = Ingestor(conn, collection=COLLECTION, embedder=embedder, bulk=True, vector_index=vector_index)
+        # the planned vectors are the units' own (no contextual header): headers change what is
+        # embedded, not what is stored, so the sizes and times compare the same rows
+        ingestor = Ingestor(conn, collection=COLLECTION, embedder=embedder, bulk=True, vector_index=vector_index,
+                            contextual_headers=False)
         bar = tqdm(total=len(plan.documents), desc="windowrag ingest (bulk=True)", unit="doc", mininterval=2)
         report = ingestor.ingest(plan.documents, on_document=lambda *_: bar.update(1))
         bar.close()
@@ -261,7 +264,7 @@ def interleaved_incremental(url: str, bare, plan: Plan, texts: list[str], tokens
     wr_seconds = bare_seconds = 0.0
     packs, plain = [], []
     with connect(url, autocommit=True) as conn:
-        ingestor = Ingestor(conn, collection=COLLECTION, embedder=embedder, bulk=False)
+        ingestor = Ingestor(conn, collection=COLLECTION, embedder=embedder, bulk=False, contextual_headers=False)
         cid = conn.execute("SELECT id FROM windowrag.collections WHERE name = %s", [COLLECTION]).fetchone()[0]
         marks = pack_marks(conn, cid)
         for d in tqdm(range(len(plan.documents)), desc="incremental, interleaved", unit="doc", mininterval=2):

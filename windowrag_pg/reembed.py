@@ -23,7 +23,7 @@ from psycopg import sql
 
 from .db.sqlfiles import load_sql
 from .embed.base import Embedder
-from .ingest import embedding_text
+from .embed.headers import embedding_text
 from .store.collections import (
     Collection, check_dimension, collection_index_name, ensure_collection_index, get_collection,
 )

@@ -7,6 +7,7 @@ gain or loss:
     window_nomerge          naive baseline: dense top-k sentences, each sent as its window of 3
                             (clamped at the section), overlapping windows NOT merged (LlamaIndex
                             SentenceWindowNodeParser + MetadataReplacementPostProcessor)
+    (the baselines and sentence … rse embed sentences alone, as the peers and the earlier report did)
     sentence                sentences, dense top-k, no windows
     window                  + sentence windows (3 each side, clamped at the section), merged
     hybrid                  + BM25 fused with dense by Reciprocal Rank Fusion
@@ -15,6 +16,7 @@ gain or loss:
     windows                 the library defaults with fixed merged windows (selection="windows")
     rse_off                 sentence values, ±3 windows around the best sentences (selection="value_windows")
     full_no_abstain         the library defaults without abstention (min_relevance null)
+    full_no_headers         the library defaults over sentences embedded without contextual headers
     full                    the library defaults: PipelineOptions() field by field
 
 Every preset takes a token budget (``token_budget``; ``windowrag eval --token-budget N`` or
@@ -41,6 +43,7 @@ from typing import Any
 from ..embed import DEFAULT_EMBEDDER_MODEL_ID
 from ..pipeline import SELECTIONS, PipelineOptions
 from ..segment.rse import RSEParams, get_params
+from ..store.collections import DEFAULT_CONTEXTUAL_HEADERS
 
 UNITS = ("sentence", "chunk")
 # EvalConfig fields that are Pipeline options (the rest say what is stored or which searcher runs)
@@ -59,7 +62,7 @@ class CollectionSettings:
 
     unit: str = "sentence"
     chunk_tokens: int | None = None
-    contextual_headers: bool = False
+    contextual_headers: bool = DEFAULT_CONTEXTUAL_HEADERS
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
@@ -181,6 +184,8 @@ class EvalConfig:
 
 
 SENTENCES = CollectionSettings()
+# Sentences embedded alone: what the peers embed (the baselines), and the earlier report's presets.
+BARE_SENTENCES = CollectionSettings(contextual_headers=False)
 
 
 def library_defaults() -> dict[str, Any]:
@@ -192,20 +197,24 @@ def library_defaults() -> dict[str, Any]:
 PRESETS: dict[str, EvalConfig] = {
     "chunks512": EvalConfig(
         "chunks512", "fixed 512-token chunks, dense top-k (naive baseline)",
-        collection=CollectionSettings(unit="chunk", chunk_tokens=512), window=0, mode="dense"),
+        collection=CollectionSettings(unit="chunk", chunk_tokens=512, contextual_headers=False), window=0,
+        mode="dense"),
     "chunks256": EvalConfig(
         "chunks256", "fixed 256-token chunks, dense top-k (naive baseline)",
-        collection=CollectionSettings(unit="chunk", chunk_tokens=256), window=0, mode="dense"),
+        collection=CollectionSettings(unit="chunk", chunk_tokens=256, contextual_headers=False), window=0,
+        mode="dense"),
     "window_nomerge": EvalConfig(
         "window_nomerge", "dense top-k sentences, each as its window of 3, not merged (LlamaIndex-style baseline)",
-        window=3, mode="dense", merge_windows=False),
-    "sentence": EvalConfig("sentence", "sentences, dense top-k, no window", window=0, mode="dense"),
-    "window": EvalConfig("window", "sentences, dense, window 3", window=3, mode="dense"),
-    "hybrid": EvalConfig("hybrid", "sentences, BM25 + dense (RRF), window 3", window=3, mode="hybrid"),
-    "rerank": EvalConfig("rerank", "hybrid + cross-encoder over the top 20 windows", window=3,
-                         mode="hybrid", rerank=True),
-    "rse": EvalConfig("rse", "rerank + RSE (balanced)", window=3, mode="hybrid", rerank=True,
-                      rse="balanced"),
+        collection=BARE_SENTENCES, window=3, mode="dense", merge_windows=False),
+    "sentence": EvalConfig("sentence", "sentences, dense top-k, no window", collection=BARE_SENTENCES, window=0,
+                           mode="dense"),
+    "window": EvalConfig("window", "sentences, dense, window 3", collection=BARE_SENTENCES, window=3, mode="dense"),
+    "hybrid": EvalConfig("hybrid", "sentences, BM25 + dense (RRF), window 3", collection=BARE_SENTENCES, window=3,
+                         mode="hybrid"),
+    "rerank": EvalConfig("rerank", "hybrid + cross-encoder over the top 20 windows", collection=BARE_SENTENCES,
+                         window=3, mode="hybrid", rerank=True),
+    "rse": EvalConfig("rse", "rerank + RSE (balanced)", collection=BARE_SENTENCES, window=3, mode="hybrid",
+                      rerank=True, rse="balanced"),
     # Today's fixed windows at the library's other defaults (its token budget included), so that
     # `windows` against `full` is the value-based selection's gain at equal tokens.
     "windows": EvalConfig("windows", "library defaults with fixed merged windows: hybrid, window 3, 20 candidates",
@@ -220,6 +229,10 @@ PRESETS: dict[str, EvalConfig] = {
     # in-corpus, and its rows let any min_relevance be simulated (benchmarks/budget_report.py).
     "full_no_abstain": EvalConfig("full_no_abstain", "the library defaults without abstention (min_relevance null)",
                                   **{**library_defaults(), "min_relevance": None}),
+    # The defaults over sentences embedded alone: `full_no_headers` against `full` is what the
+    # contextual headers (embed/headers.py) add at equal tokens.
+    "full_no_headers": EvalConfig("full_no_headers", "the library defaults, sentences embedded without their headers",
+                                  collection=BARE_SENTENCES, **library_defaults()),
     # Whatever windowrag_pg.search does by default (a test holds them equal field by field).
     "full": EvalConfig("full", "the library defaults (PipelineOptions())", **library_defaults()),
 }

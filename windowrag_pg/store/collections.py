@@ -25,6 +25,8 @@ MAX_INDEXED_DIMENSION = 4000
 # dimension since 0023), with the nearest re-ranked by the stored halfvec: ~720 fewer bytes a
 # sentence at 384-d for a slower dense search at about the same recall (docs/performance.md).
 VECTOR_INDEXES = ("halfvec", "binary")
+# A new collection embeds "title › section path: sentence" unless told otherwise (embed/headers.py).
+DEFAULT_CONTEXTUAL_HEADERS = True
 
 
 def check_dimension(embedding_model: str, dimension: int) -> int:
@@ -81,7 +83,7 @@ def ensure_collection(
     *,
     embedding_model: str,
     dimension: int,
-    contextual_headers: bool = False,
+    contextual_headers: bool | None = None,
     unit: str = "sentence",
     chunk_tokens: int | None = None,
     tenant: str | None = None,
@@ -89,6 +91,8 @@ def ensure_collection(
     vector_index: str | None = None,
 ) -> Collection:
     """Get or create NAME; refuse a model, dimension or unit other than the collection's own.
+
+    CONTEXTUAL_HEADERS: None takes the collection's own setting (True for a new collection).
 
     TENANT (docs/tenancy.md): a new collection is created in it ('default' when None); an
     existing one must belong to it (any tenant when None). A tenant role sees only its tenants'
@@ -103,7 +107,8 @@ def ensure_collection(
             # (existing names stay usable: this is checked only when one is created)
             raise CollectionError(f"collection name {name!r}: a new collection's name must have a visible "
                                   "character and no control characters (tabs, newlines)")
-        _create_collection(conn, name, [name, embedding_model, dimension, contextual_headers, unit,
+        headers = DEFAULT_CONTEXTUAL_HEADERS if contextual_headers is None else contextual_headers
+        _create_collection(conn, name, [name, embedding_model, dimension, headers, unit,
                                         chunk_tokens, tenant or "default", vector_index or "halfvec"])
     collection = get_collection(conn, name)
     if tenant is not None:
@@ -125,7 +130,7 @@ def ensure_collection(
         raise CollectionError(
             f"collection {name!r} has a {collection.vector_index} vector index, not {vector_index}: "
             "the index is a collection setting, fixed at creation")
-    if collection.contextual_headers != contextual_headers:
+    if contextual_headers is not None and collection.contextual_headers != contextual_headers:
         raise CollectionError(
             f"collection {name!r} was built with contextual_headers={collection.contextual_headers}; "
             "embedding new documents otherwise would mix two kinds of vectors"

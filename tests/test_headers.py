@@ -1,0 +1,42 @@
+"""Contextual headers (embed/headers.py): what is embedded with each sentence. Pure: no database."""
+from __future__ import annotations
+
+from windowrag_pg.embed.headers import contextual_header, embedding_text, header_title
+from windowrag_pg.ingest import embedding_texts
+from windowrag_pg.parse import parse_document
+from windowrag_pg.split.sentences import split_units
+
+
+def test_a_title_that_names_something_is_kept_and_a_file_name_loses_its_extension():
+    assert header_title("1973 oil crisis") == "1973 oil crisis"
+    assert header_title("  Super   Bowl 50 ") == "Super Bowl 50"
+    assert header_title("employee-handbook.pdf") == "employee-handbook"
+    assert header_title("IMG_0042.jpg") == "IMG_0042"
+    assert header_title("Release notes v. 2.0") == "Release notes v. 2.0"  # not a file name: kept whole
+
+
+def test_a_title_without_a_word_is_left_out():
+    # ContractNLI's titles are scanned PDFs' file names: the header cost the contracts a point
+    assert header_title("09-24-2019-04-25-05-3914910473.pdf") is None
+    assert header_title("2019-01-01") is None
+    assert header_title("") is None and header_title(None) is None and header_title("   ") is None
+
+
+def test_the_header_joins_title_and_headings_without_repeating_the_h1():
+    assert contextual_header("Handbook", ["Handbook", "Benefits", "Dental"]) == "Handbook › Benefits › Dental"
+    assert contextual_header("handbook", ["HANDBOOK"]) == "handbook"
+    assert contextual_header(None, ["Benefits", "", "Dental"]) == "Benefits › Dental"
+    assert contextual_header("12345.pdf", []) == ""
+    assert embedding_text("It covers you.", title="Handbook", heading_path=["Dental"]) == "Handbook › Dental: It covers you."
+    assert embedding_text("It covers you.", title="0001.txt", heading_path=[]) == "It covers you."
+
+
+def test_each_unit_gets_the_header_of_its_own_section():
+    text = "# Handbook\n\n## Benefits\n\nWe offer benefits.\n\n### Dental\n\nThe dental plan is free.\n"
+    parsed = parse_document(text, "markdown")
+    units = split_units(parsed)
+    texts = dict(zip((u.text for u in units), embedding_texts(parsed, units, title=parsed.title,
+                                                               contextual_headers=True)))
+    assert texts["We offer benefits."] == "Handbook › Benefits: We offer benefits."
+    assert texts["The dental plan is free."] == "Handbook › Benefits › Dental: The dental plan is free."
+    assert embedding_texts(parsed, units, title=parsed.title, contextual_headers=False) == [u.text for u in units]
