@@ -4,8 +4,7 @@ A sentence alone often lacks its subject ("It was later called the first oil sho
 document's title and the headings above the sentence supply it. Only the embedding sees the
 header: the stored text, BM25 and the citations are the unit's own. On squad-dev (1,000
 questions, the same budget pipeline) the header lifted hit@5 at 700 tokens from 0.949 to 0.965
-(docs/evaluation.md); a title that names nothing (a scanned contract's file name) cost the
-contracts a point, hence ``header_title``.
+(docs/evaluation.md); file names as titles cost the contracts a point, hence ``header_title``.
 """
 from __future__ import annotations
 
@@ -13,23 +12,30 @@ import re
 from collections.abc import Sequence
 
 HEADER_SEPARATOR = " › "
-# A file name's extension: "nda.pdf" → "nda" (only for a one-word title: "v. 2.0" stays).
-_FILE_EXTENSION_RE = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}\Z")
+# What gives a title away as a file name: an extension, URL escapes ("Mutual%20NDA"), or one
+# "word" joined by underscores or holding digits ("3511_standard_nda", "CNDA1218Draft3").
+_FILE_EXTENSION_RE = re.compile(r"\.[A-Za-z][A-Za-z0-9]{1,4}\Z")
+_URL_ESCAPE_RE = re.compile(r"%[0-9A-Fa-f]{2}")
+_JOINED_RE = re.compile(r"[_\d]")
 # A word of two letters or more: what a title needs to name something.
 _WORD_RE = re.compile(r"[^\W\d_]{2,}")
 
 
 def header_title(title: str | None) -> str | None:
-    """TITLE as a header, or None when it names nothing.
+    """TITLE as a header, or None when it is a file name or names nothing.
 
-    Whitespace is collapsed; a one-word title loses a file extension; a title left without a word
-    of two letters ("09-24-2019-04-25-05-3914910473.pdf", "IMG_0042.jpg" keeps "IMG_0042") is None.
+    File names are often opaque ids ("09-24-2019-04-25-05-3914910473.pdf", "3511_standard_nda"):
+    the 61 ContractNLI titles are such names, and put before every sentence they cost the contracts
+    a point of evidence recall. A title someone wrote ("Super Bowl 50", "Victoria (Australia)",
+    a Markdown page's H1) is kept, whitespace collapsed.
     """
     if not title:
         return None
     title = " ".join(title.split())
-    if " " not in title:
-        title = _FILE_EXTENSION_RE.sub("", title)
+    if _FILE_EXTENSION_RE.search(title) or _URL_ESCAPE_RE.search(title):
+        return None
+    if " " not in title and _JOINED_RE.search(title):
+        return None
     return title if _WORD_RE.search(title) else None
 
 
