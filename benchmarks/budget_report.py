@@ -59,6 +59,12 @@ default is the `windows` preset (hybrid, window 3, 20 candidates, merged in SQL,
 budget). The sections after this one ("Protocol" to "Configurations") are the earlier report, in
 which `full` meant today's `windows` without a budget.
 
+0. **What is embedded** (since 2026-11-25): each sentence with its contextual header, "title ›
+   section path: sentence" (`windowrag_pg/embed/headers.py`; the stored text, BM25 and the
+   citations are the sentence's own). A title that is a file name is left out: the 61 ContractNLI
+   titles are file names ("3511_standard_nda", "Annex 18 - Non-Disclosure Agreement.pdf"), so
+   the contracts are embedded as before, and squad-dev's 24 article titles are kept. The
+   `full_no_headers` configuration is the same defaults over sentences embedded alone.
 1. `windowrag.candidate_sentences` (one SQL statement): RRF fusion of the BM25 and dense top 20,
    then every sentence within 6 of those hits in their section, with its own cosine to the query,
    the cosine of the mean vector of it and its two neighbours, its BM25 score, the query lexemes

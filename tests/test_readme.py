@@ -129,6 +129,18 @@ def run_readme(tmp_path: Path, *, allow_missing_extras: bool) -> list[int]:
             assert done.returncode == 0, (
                 f"README block {number} ({language}) failed with exit code {done.returncode}:\n{code}\n"
                 f"--- stdout ---\n{done.stdout[-3000:]}\n--- stderr ---\n{done.stderr[-3000:]}")
+        # run in order, the blocks store each text once (the LlamaIndex block ingests the handbook
+        # the Python block stored: under the same id, not as a second copy whose text is sent twice)
+        import psycopg
+
+        url = subprocess.run(["windowrag", "db-url"], cwd=checkout, env=env, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        with psycopg.connect(url) as conn:
+            stored_twice = conn.execute(
+                "SELECT c.name, count(*) - count(DISTINCT md5(d.text)) FROM windowrag.documents d"
+                " JOIN windowrag.collections c ON c.id = d.collection_id GROUP BY c.name"
+                " HAVING count(*) > count(DISTINCT md5(d.text))").fetchall()
+        assert not stored_twice, f"README blocks stored a text twice in a collection: {stored_twice}"
     finally:
         from windowrag_pg.db.embedded import stop_embedded
 
