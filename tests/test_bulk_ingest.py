@@ -267,3 +267,50 @@ def test_another_writer_during_a_bulk_load_leaves_exact_bm25_statistics(db_url, 
     assert bm25 and all(c.ok for c in bm25), bm25
     found = Retriever(conn, embedder=embedder, collection=collection_name).search("topic7", k=1, mode="bm25")
     assert [c.document_id for c in found.contexts] == ["d7"]
+
+
+def test_two_index_builds_at_once_on_two_collections_both_finish(db_url, conn, embedder, collection_name):
+    """Every collection's index is on the shared sentences table: two CREATE INDEX CONCURRENTLY at
+    once deadlocked (one waits for the table lock inside its transaction, the other for that
+    transaction). Two bulk loads into two new collections left one index invalid 4 times in 4.
+    Here another session's open snapshot holds the first build in its waits while the second
+    starts (before the fix: a deadlock in 2 rounds of 3); each build now waits its turn
+    (store.collections.index_ddl_turn)."""
+    import threading
+    import time
+
+    from windowrag_pg.db.connection import connect
+    from windowrag_pg.store.collections import build_collection_index, drop_collection_index
+
+    names = [f"{collection_name}_a", f"{collection_name}_b"]
+    for name in names:
+        Ingestor(conn, collection=name, embedder=embedder, bulk=True).ingest(small_docs(12, prefix=name))
+
+    def build(name: str, failures: list[BaseException]) -> None:
+        try:
+            with connect(db_url, autocommit=True) as own:
+                build_collection_index(own, get_collection(own, name))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    for _ in range(3):
+        for name in names:
+            drop_collection_index(conn, get_collection(conn, name))
+        failures: list[BaseException] = []
+        snapshot_holder = connect(db_url, autocommit=True)
+        snapshot_holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        snapshot_holder.execute("SELECT count(*) FROM windowrag.collections").fetchone()
+        threads = [threading.Thread(target=build, args=(name, failures)) for name in names]
+        try:
+            threads[0].start()
+            time.sleep(1.0)  # the first build now waits for the open snapshot
+            threads[1].start()
+            time.sleep(1.0)  # the second asks for its turn (it waited for the table lock, in a transaction)
+        finally:
+            snapshot_holder.execute("COMMIT")
+            snapshot_holder.close()
+        for thread in threads:
+            thread.join(60)
+        assert not any(thread.is_alive() for thread in threads)
+        assert failures == []
+        assert [index_state(conn, name) for name in names] == ["valid", "valid"]

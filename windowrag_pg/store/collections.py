@@ -1,6 +1,7 @@
 """Collections: a named set of documents embedded with one model."""
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -280,6 +281,35 @@ def _outside_transaction(conn: psycopg.Connection) -> bool:
     return conn.autocommit and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
 
+# Any constant (not the migration lock's): one vector-index build or drop on windowrag.sentences at a time.
+INDEX_DDL_LOCK_KEY = 0x77696E65
+INDEX_DDL_POLL_SECONDS = 0.2
+
+
+@contextmanager
+def index_ddl_turn(conn: psycopg.Connection) -> Iterator[None]:
+    """This session's turn to build or drop a vector index on the shared sentences table.
+
+    Every collection's index is on windowrag.sentences. Two CREATE INDEX CONCURRENTLY there at
+    once deadlock: the second waits for the first's table lock inside its transaction, and the
+    first waits for every transaction that holds a snapshot, the second's included (two bulk loads
+    into two new collections at once: one index left invalid, 4 times in 4). A session-level
+    advisory lock taken in turn avoids that, and it is polled with pg_try_advisory_lock, because a
+    session waiting inside pg_advisory_lock holds a snapshot the running build would wait for.
+    Only outside a transaction block (a caller's transaction keeps its snapshot anyway); reentrant.
+    """
+    if not _outside_transaction(conn):
+        yield
+        return
+    while not conn.execute(load_sql("index_ddl_try_lock"), [INDEX_DDL_LOCK_KEY]).fetchone()[0]:
+        time.sleep(INDEX_DDL_POLL_SECONDS)
+    try:
+        yield
+    finally:
+        if not conn.closed:
+            conn.execute(load_sql("index_ddl_unlock"), [INDEX_DDL_LOCK_KEY])
+
+
 def ensure_collection_index(conn: psycopg.Connection, collection: Collection) -> None:
     """Create the collection's HNSW index when it is missing, rebuild it when it is invalid.
 
@@ -290,7 +320,14 @@ def ensure_collection_index(conn: psycopg.Connection, collection: Collection) ->
     """
     # CREATE INDEX IF NOT EXISTS needs ownership of windowrag.sentences even when the index
     # exists: look first, so that tenant roles (docs/tenancy.md) can open existing collections.
-    state = collection_index_state(conn, collection)
+    if collection_index_state(conn, collection) == "valid":
+        return
+    with index_ddl_turn(conn):
+        _ensure_collection_index(conn, collection)
+
+
+def _ensure_collection_index(conn: psycopg.Connection, collection: Collection) -> None:
+    state = collection_index_state(conn, collection)  # again: another session may have built it meanwhile
     if state == "valid":
         return
     try:
@@ -320,7 +357,8 @@ def drop_collection_index(conn: psycopg.Connection, collection: Collection) -> b
         raise ValueError("drop_collection_index needs an autocommit connection outside a transaction block (DROP INDEX CONCURRENTLY)")
     if collection_index_state(conn, collection) == "missing":
         return False
-    conn.execute(_drop_index_statement(collection, concurrently=True))
+    with index_ddl_turn(conn):
+        conn.execute(_drop_index_statement(collection, concurrently=True))
     return True
 
 
@@ -335,17 +373,18 @@ def build_collection_index(conn: psycopg.Connection, collection: Collection) -> 
     workers; the session's settings are restored after. False when the index was already valid."""
     if not _outside_transaction(conn):
         raise ValueError("build_collection_index needs an autocommit connection outside a transaction block (CREATE INDEX CONCURRENTLY)")
-    state = collection_index_state(conn, collection)
-    if state == "valid":
-        return False
-    if state == "invalid":
-        conn.execute(_drop_index_statement(collection, concurrently=True))
-    with _index_build_settings(conn):
-        # the other half of a bulk load's end: its triggers deferred the BM25 statistics and
-        # postings (an interrupted load too: this is also its repair)
-        rebuild_bm25(conn, collection)
-        conn.execute(_index_statement(collection, *_statistics_of_rows(conn, collection), concurrently=True))
-    conn.execute(load_sql("analyze_sentences"))
+    with index_ddl_turn(conn):
+        state = collection_index_state(conn, collection)
+        if state == "valid":
+            return False
+        if state == "invalid":
+            conn.execute(_drop_index_statement(collection, concurrently=True))
+        with _index_build_settings(conn):
+            # the other half of a bulk load's end: its triggers deferred the BM25 statistics and
+            # postings (an interrupted load too: this is also its repair)
+            rebuild_bm25(conn, collection)
+            conn.execute(_index_statement(collection, *_statistics_of_rows(conn, collection), concurrently=True))
+        conn.execute(load_sql("analyze_sentences"))  # (ANALYZE takes the lock a build holds: in the turn too)
     return True
 
 
@@ -362,15 +401,16 @@ def centre_collection_index(conn: psycopg.Connection, collection: Collection) ->
         return False
     name = collection_index_name(collection)
     staging = f"{name}_centred"
-    conn.execute(_drop_index_statement(collection, concurrently=True, index_name=staging))  # an interrupted run's
-    centre, spread = _rows_statistics(conn, collection)
-    with _index_build_settings(conn):
-        conn.execute(_index_statement(collection, centre, spread, concurrently=True, index_name=staging))
-    with conn.transaction():
-        _record_statistics(conn, collection, centre, spread)
-        conn.execute(_drop_index_statement(collection, concurrently=False))
-        conn.execute(sql.SQL(load_sql("rename_collection_index")).format(
-            staging=sql.Identifier(staging), index_name=sql.Identifier(name)))
+    with index_ddl_turn(conn):
+        conn.execute(_drop_index_statement(collection, concurrently=True, index_name=staging))  # an interrupted run's
+        centre, spread = _rows_statistics(conn, collection)
+        with _index_build_settings(conn):
+            conn.execute(_index_statement(collection, centre, spread, concurrently=True, index_name=staging))
+        with conn.transaction():
+            _record_statistics(conn, collection, centre, spread)
+            conn.execute(_drop_index_statement(collection, concurrently=False))
+            conn.execute(sql.SQL(load_sql("rename_collection_index")).format(
+                staging=sql.Identifier(staging), index_name=sql.Identifier(name)))
     return True
 
 
@@ -441,5 +481,6 @@ def delete_collection(conn: psycopg.Connection, name: str) -> int:
         if not concurrently:
             conn.execute(_drop_index_statement(collection, concurrently=False))
     if concurrently:  # an index over no rows meanwhile; its name is never reused (collection ids are not)
-        conn.execute(_drop_index_statement(collection, concurrently=True))
+        with index_ddl_turn(conn):
+            conn.execute(_drop_index_statement(collection, concurrently=True))
     return documents
