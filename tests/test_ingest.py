@@ -280,3 +280,18 @@ def test_a_new_collection_embeds_contextual_headers_and_an_old_one_keeps_its_set
     assert get_collection(conn, bare).contextual_headers is False
     with pytest.raises(CollectionError, match="contextual_headers=False"):
         Ingestor(conn, collection=bare, embedder=embedder, contextual_headers=True)
+
+
+def test_cli_no_contextual_headers_makes_a_collection_that_embeds_sentences_alone(db_url, conn, collection_name, tmp_path):
+    from windowrag_pg.cli import main
+
+    path = tmp_path / "notes.md"
+    path.write_text("# Notes\n\nThe first note. The second note.\n")
+    assert main(["--database-url", db_url, "ingest", str(path), "--collection", collection_name,
+                 "--no-contextual-headers"]) == 0
+    assert get_collection(conn, collection_name).contextual_headers is False
+    # later ingests follow the collection's setting without the flag; --contextual-headers is refused
+    (tmp_path / "more.md").write_text("# More\n\nA third note.\n")
+    assert main(["--database-url", db_url, "ingest", str(tmp_path / "more.md"), "--collection", collection_name]) == 0
+    assert main(["--database-url", db_url, "ingest", str(tmp_path / "more.md"), "--collection", collection_name,
+                 "--contextual-headers"]) == 1
