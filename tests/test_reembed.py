@@ -2,6 +2,7 @@
 transaction; a reader sees all old vectors or all new ones, never a mix."""
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -51,8 +52,10 @@ def consistency(conn, collection: str) -> tuple[int, str, int, int]:
 
 @pytest.mark.slow  # about a minute: 3 contracts embedded twice
 def test_reembed_moves_a_collection_to_another_model_atomically(db_url, conn, collection_name, embedder, eval_dir):
-    report = Ingestor(conn, collection=collection_name, embedder=embedder, contextual_headers=True).ingest(
-        list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:3])
+    # titles someone wrote (the contracts' own are file names, which headers leave out)
+    contracts = [dataclasses.replace(source, title=f"Confidentiality agreement {number}") for number, source
+                 in enumerate(list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:3], start=1)]
+    report = Ingestor(conn, collection=collection_name, embedder=embedder, contextual_headers=True).ingest(contracts)
     assert not report.errors
     old = consistency(conn, collection_name)
     old_id = conn.execute("SELECT id FROM windowrag.collections WHERE name = %s", [collection_name]).fetchone()[0]
