@@ -11,8 +11,8 @@ import pytest
 
 import windowrag_pg as wr
 from windowrag_pg.embed.base import Embedder, l2_normalise
-from windowrag_pg.embed.onnx_bge import OnnxBgeEmbedder
 from windowrag_pg.embed.headers import embedding_text
+from windowrag_pg.embed.onnx_bge import OnnxBgeEmbedder
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.pipeline import Pipeline
 from windowrag_pg.retrieve.retriever import QueryError

@@ -183,7 +183,6 @@ class EvalConfig:
         return data
 
 
-SENTENCES = CollectionSettings()
 # Sentences embedded alone: what the peers embed (the baselines), and the earlier report's presets.
 BARE_SENTENCES = CollectionSettings(contextual_headers=False)
 
