@@ -620,3 +620,20 @@ def test_html_breaks_and_blocks_in_headings_and_cells_keep_words_apart():
     blocks = [parsed.text[b.start_char:b.end_char] for s in parsed.sections for b in s.blocks]
     assert "Annual Report" in blocks and "Plan name | Basic. Cheap." in blocks
     assert parsed.sections[-1].heading_path[-1] == "Annual Report"
+
+
+def test_title_abbreviations_do_not_end_a_sentence() -> None:
+    text = (
+        "The decision in Brown v. Board of Education of Topeka was unanimous. "
+        "He met Dr. Thomas Coke, already an Anglican priest, in 1784. "
+        "Items in Supplement No. I to Part 370 are controlled. "
+        "We said no. Then we left."
+    )
+    _, units = parse_and_split(text, "text")
+    assert [u.text for u in units] == [
+        "The decision in Brown v. Board of Education of Topeka was unanimous.",
+        "He met Dr. Thomas Coke, already an Anglican priest, in 1784.",
+        "Items in Supplement No. I to Part 370 are controlled.",
+        "We said no.",
+        "Then we left.",
+    ]

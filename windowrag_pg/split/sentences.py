@@ -4,8 +4,9 @@ Invariant: for every unit ``doc.text[unit.start_char:unit.end_char] == unit.text
 stripped of surrounding whitespace, non-empty, in document order, non-overlapping, inside their
 section, and no longer than ``max_unit_chars``.
 
-- paragraph -> "sentence" units, split by Bling Fire, with two fixes: a piece that is only an
-  enumerator ("1.", "(a)") is glued to the next sentence, and a sentence longer than
+- paragraph -> "sentence" units, split by Bling Fire, with three fixes: a piece that is only an
+  enumerator ("1.", "(a)") is glued to the next sentence, so is a piece ending with a title
+  abbreviation ("Dr.", "Brown v."), and a sentence longer than
   ``CLAUSE_SPLIT_MIN_CHARS`` holding an inline enumeration ("...: (a) foo; (b) bar; and (c) baz")
   is cut before each enumerator (contracts put whole lists, and their evidence, in one sentence);
 - list_item -> one "list_item" unit, or one per sentence when longer than
@@ -44,6 +45,10 @@ _UNIT_KIND_BY_BLOCK_KIND = {
 _ENUMERATOR_ONLY_RE = re.compile(
     r"\(?(?:\d{1,3}(?:\.\d{1,3})*|[A-Za-z]|[ivx]{1,5}|[IVX]{1,5})[.)]?\)?"
 )
+# Abbreviations after which Bling Fire sometimes cuts, though they never end a sentence: titles
+# before a name, "v." between the parties of a case; "No." only before a number ("No. 3").
+_TITLE_ABBREVIATION_RE = re.compile(r"(?:^|(?<=[\s(]))(Dr|Mr|Mrs|Ms|Prof|vs?|No|no)\.\Z")
+_NUMBER_START_RE = re.compile(r"(?:\d|[IVX]+\b)")
 # Sentences longer than this are also cut before inline enumerations ("...: (a) foo; (b) bar").
 CLAUSE_SPLIT_MIN_CHARS = 200
 # An inline enumerator after a clause break: "; (b) foo", ": (i) foo", ", and (c) foo". The cut
@@ -144,11 +149,22 @@ def _scanned_sentence_spans(text: str, start: int, end: int) -> list[Span]:
         span = _strip(text, start + piece_start, start + piece_end)
         if span[0] >= span[1]:
             continue
-        if glue_to_next:
+        if glue_to_next or (spans and _ends_with_title_abbreviation(text, spans[-1], span)):
             span = (spans.pop()[0], span[1])
         spans.append(span)
         glue_to_next = _ENUMERATOR_ONLY_RE.fullmatch(text, span[0], span[1]) is not None
     return spans
+
+
+def _ends_with_title_abbreviation(text: str, previous: Span, span: Span) -> bool:
+    """Whether Bling Fire cut after an abbreviation that never ends a sentence ("Brown v." |
+    "Board of Education", "Dr." | "Thomas Coke", "Supplement No." | "I to Part 370")."""
+    match = _TITLE_ABBREVIATION_RE.search(text, previous[0], previous[1])
+    if match is None:
+        return False
+    if match.group(1) in ("No", "no"):
+        return _NUMBER_START_RE.match(text, span[0], span[1]) is not None
+    return True
 
 
 def clause_spans(text: str, start: int, end: int) -> list[Span]:
