@@ -237,7 +237,7 @@ def f():
         ("sentence", "Quoted sentence one."),
         ("sentence", "Quoted sentence two\n> goes on here."),
         ("sentence", "Third one."),
-        ("sentence", "<div>Raw HTML is a paragraph.</div>"),
+        ("sentence", "Raw HTML is a paragraph."),
     ]
 
 
@@ -637,3 +637,36 @@ def test_title_abbreviations_do_not_end_a_sentence() -> None:
         "We said no.",
         "Then we left.",
     ]
+
+
+def test_raw_html_in_markdown_gives_its_text_without_the_markup() -> None:
+    text = """# Usage
+
+<div class="usage">
+<div class="item yes">
+Press the <kbd>Tab</kbd> key to complete.
+</div>
+</div>
+<table>
+  <tr>
+   <td><strong>Informed</strong>
+   </td>
+   <td>Think about how the change lands. Then say so.
+   </td>
+  </tr>
+</table>
+<img width="933" alt="image" src="https://example.com/a.png">
+<script>const hidden = "<div>not content</div>";</script>
+
+After the HTML, Markdown again.
+"""
+    doc, units = parse_and_split(text)
+    assert [(u.kind, u.text) for u in units] == [
+        ("heading", "Usage"),
+        ("sentence", "Press the <kbd>Tab</kbd> key to complete."),
+        ("sentence", "Informed"),
+        ("sentence", "Think about how the change lands."),
+        ("sentence", "Then say so."),
+        ("sentence", "After the HTML, Markdown again."),
+    ]
+    assert all(doc.text[u.start_char:u.end_char] == u.text for u in units)

@@ -8,8 +8,10 @@ content locates the exact start inside the first line (after ``#``, ``-``, ``1.`
   rendered to plain text from the inline tokens. Each heading is also a "heading" block covering
   the heading text without its markers.
 - Paragraphs are "paragraph" blocks (split into sentences later); paragraphs inside a list item
-  are "list_item" blocks; paragraphs in a blockquote and raw HTML blocks are paragraphs. HTML
-  comments are skipped.
+  are "list_item" blocks; paragraphs in a blockquote are paragraphs. A raw HTML block gives the
+  runs of text between its block-level tags (a cell, an item, a div's text) as paragraphs, without
+  the markup around them: `</div>\n<div class="item">` alone is not a sentence. HTML comments,
+  scripts and styles are skipped.
 - Each table row (header included, the ``|---|`` delimiter row excluded) is a "table_row" block.
 - Fenced code keeps only the lines between the fences; indented code keeps its lines.
 - YAML front matter (``---`` ... ``---`` at the very top) is not content: its lines are blanked
@@ -35,6 +37,19 @@ _QUOTE_MARKERS_RE = re.compile(r"[ \t]*(?:>[ \t]?)+")
 _FRONT_MATTER_CLOSERS = ("---", "...")
 # Container markers at the start of a line: blockquote ">", bullets, ordered list numbers.
 _CONTAINER_MARKERS_RE = re.compile(r"(?:[ \t]*(?:>|[-*+](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$)))*[ \t]*")
+
+# Raw HTML inside Markdown: a tag, a comment, a declaration or a processing instruction.
+_HTML_MARKUP_RE = re.compile(r"<!--.*?(?:-->|\Z)|<(/?)([A-Za-z][A-Za-z0-9-]*)(?:\s[^<>]*)?/?>|<![^<>]*>|<\?.*?(?:\?>|\Z)",
+                             re.DOTALL)
+# Tags that end a run of text (the HTML parser's block tags, and breaks); inline tags (<kbd>,
+# <strong>, <a>) stay inside the text they mark.
+_HTML_BREAKING_TAGS = frozenset({
+    "address", "article", "aside", "blockquote", "body", "br", "caption", "dd", "details", "dialog",
+    "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4",
+    "h5", "h6", "header", "hr", "html", "img", "li", "main", "ol", "p", "pre", "section", "summary",
+    "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
+})
+_HTML_SKIPPED_TAGS = frozenset({"script", "style", "template", "svg", "noscript"})
 
 # Block structure only: inline parsing is most of markdown-it's time and only headings need it,
 # so they are parsed on demand by a second parser (with the link references of the first).
@@ -99,13 +114,54 @@ def parse_markdown(text: str, *, title: str | None = None) -> ParsedDocument:
         elif kind in ("fence", "code_block") and token.map:
             items.extend(_block("code", text, _code_span(lines, token)))
         elif kind == "html_block" and token.map and not _is_html_comment(token.content):
-            span = (lines.start(token.map[0]), lines.end(token.map[1] - 1))
-            items.extend(_block("paragraph", text, span))
+            items.extend(html_text_blocks(text, lines.start(token.map[0]), lines.end(token.map[1] - 1)))
     sections = require_blocks(build_sections(len(text), items), "markdown")
     return ParsedDocument(
         text=text, sections=sections, title=title if title is not None else first_title,
         format="markdown",
     )
+
+
+def html_text_blocks(text: str, start: int, end: int) -> list[Block]:
+    """The runs of text of the raw HTML in ``text[start:end]``, cut at block-level tags.
+
+    Each run is a slice of the document (offsets stay exact), so an inline tag between two words
+    of a run stays in it; markup with no text between (closing and opening divs, rows, images)
+    gives no block. Text inside <script>, <style> and the like is skipped.
+    """
+    blocks: list[Block] = []
+    run: list[int] = []  # start and end of the current run of text
+    skipped: str | None = None  # the open script/style tag whose content is skipped
+    position = start
+
+    def close_run() -> None:
+        if run:
+            blocks.extend(_block("paragraph", text, (run[0], run[1])))
+            run.clear()
+
+    for markup in _HTML_MARKUP_RE.finditer(text, start, end):
+        if skipped is None and text[position : markup.start()].strip():
+            if run:
+                run[1] = markup.start()
+            else:
+                run[:] = [position, markup.start()]
+        position = markup.end()
+        name = (markup.group(2) or "").lower()
+        closing = markup.group(1) == "/"
+        if skipped is not None:
+            skipped = None if closing and name == skipped else skipped
+        elif name in _HTML_SKIPPED_TAGS and not closing and not markup.group(0).endswith("/>"):
+            close_run()
+            skipped = name
+        elif name in _HTML_BREAKING_TAGS:
+            close_run()
+    if skipped is None and text[position:end].strip():
+        if run:
+            run[1] = end
+        else:
+            run[:] = [position, end]
+    close_run()
+    return blocks
 
 
 def heading_plain_text(source: str, env: dict | None = None) -> str:
