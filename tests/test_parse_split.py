@@ -626,16 +626,20 @@ def test_title_abbreviations_do_not_end_a_sentence() -> None:
     text = (
         "The decision in Brown v. Board of Education of Topeka was unanimous. "
         "He met Dr. Thomas Coke, already an Anglican priest, in 1784. "
-        "Items in Supplement No. I to Part 370 are controlled. "
-        "We said no. Then we left."
+        "Items under clause No. 3 to Part 370 are controlled. "
+        "We said no. Then we left. We said No. I left the room. I spoke to the Dr. She told me to rest."
     )
     _, units = parse_and_split(text, "text")
     assert [u.text for u in units] == [
         "The decision in Brown v. Board of Education of Topeka was unanimous.",
         "He met Dr. Thomas Coke, already an Anglican priest, in 1784.",
-        "Items in Supplement No. I to Part 370 are controlled.",
+        "Items under clause No. 3 to Part 370 are controlled.",
         "We said no.",
         "Then we left.",
+        "We said No.",
+        "I left the room.",
+        "I spoke to the Dr.",
+        "She told me to rest.",
     ]
 
 
@@ -656,7 +660,12 @@ Press the <kbd>Tab</kbd> key to complete.
   </tr>
 </table>
 <img width="933" alt="image" src="https://example.com/a.png">
-<script>const hidden = "<div>not content</div>";</script>
+<script>const hidden = "<div>not content</div>"; // <!-- not a comment either
+</script>
+<div title="a > b">
+Price is 3<?
+Then the text goes on.
+</div>
 
 After the HTML, Markdown again.
 """
@@ -664,9 +673,16 @@ After the HTML, Markdown again.
     assert [(u.kind, u.text) for u in units] == [
         ("heading", "Usage"),
         ("sentence", "Press the <kbd>Tab</kbd> key to complete."),
-        ("sentence", "Informed"),
+        ("sentence", "<strong>Informed</strong>"),
         ("sentence", "Think about how the change lands."),
         ("sentence", "Then say so."),
+        ("sentence", "Price is 3<?"),
+        ("sentence", "Then the text goes on."),
         ("sentence", "After the HTML, Markdown again."),
     ]
     assert all(doc.text[u.start_char:u.end_char] == u.text for u in units)
+
+
+def test_raw_html_in_a_list_item_or_a_quote_leaves_their_markers_out() -> None:
+    _, units = parse_and_split("- <div>\n  Item text.\n  </div>\n\n> <div>\n> Quoted text.\n> </div>\n")
+    assert [u.text for u in units] == ["Item text.", "Quoted text."]

@@ -23,6 +23,7 @@ content locates the exact start inside the first line (after ``#``, ``-``, ``1.`
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -38,9 +39,13 @@ _FRONT_MATTER_CLOSERS = ("---", "...")
 # Container markers at the start of a line: blockquote ">", bullets, ordered list numbers.
 _CONTAINER_MARKERS_RE = re.compile(r"(?:[ \t]*(?:>|[-*+](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$)))*[ \t]*")
 
-# Raw HTML inside Markdown: a tag, a comment, a declaration or a processing instruction.
-_HTML_MARKUP_RE = re.compile(r"<!--.*?(?:-->|\Z)|<(/?)([A-Za-z][A-Za-z0-9-]*)(?:\s[^<>]*)?/?>|<![^<>]*>|<\?.*?(?:\?>|\Z)",
-                             re.DOTALL)
+# Raw HTML inside Markdown: a tag (quoted attribute values may hold ">"), a comment, a
+# declaration, a processing instruction (to the next ">"; a "<?" with no ">" before the next tag
+# is text).
+_HTML_MARKUP_RE = re.compile(
+    r"<!--.*?(?:-->|\Z)|<(/?)([A-Za-z][A-Za-z0-9-]*)(?:\s(?:\"[^\"]*\"|'[^']*'|[^<>\"'])*)?/?>|<![^<>]*>|<\?[^<>]*>",
+    re.DOTALL,
+)
 # Tags that end a run of text (the HTML parser's block tags, and breaks); inline tags (<kbd>,
 # <strong>, <a>) stay inside the text they mark.
 _HTML_BREAKING_TAGS = frozenset({
@@ -49,7 +54,11 @@ _HTML_BREAKING_TAGS = frozenset({
     "h5", "h6", "header", "hr", "html", "img", "li", "main", "ol", "p", "pre", "section", "summary",
     "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
 })
-_HTML_SKIPPED_TAGS = frozenset({"script", "style", "template", "svg", "noscript"})
+# Elements whose content is not text; skipped to their closing tag, whatever they hold ("<!--" in
+# a script is not a comment).
+_HTML_SKIPPED_CLOSERS = {
+    name: re.compile(rf"</{name}\s*>", re.IGNORECASE) for name in ("script", "style", "template", "svg", "noscript")
+}
 
 # Block structure only: inline parsing is most of markdown-it's time and only headings need it,
 # so they are parsed on demand by a second parser (with the link references of the first).
@@ -114,7 +123,7 @@ def parse_markdown(text: str, *, title: str | None = None) -> ParsedDocument:
         elif kind in ("fence", "code_block") and token.map:
             items.extend(_block("code", text, _code_span(lines, token)))
         elif kind == "html_block" and token.map and not _is_html_comment(token.content):
-            items.extend(html_text_blocks(text, lines.start(token.map[0]), lines.end(token.map[1] - 1)))
+            items.extend(_html_block(text, lines, token, containers))
     sections = require_blocks(build_sections(len(text), items), "markdown")
     return ParsedDocument(
         text=text, sections=sections, title=title if title is not None else first_title,
@@ -122,45 +131,67 @@ def parse_markdown(text: str, *, title: str | None = None) -> ParsedDocument:
     )
 
 
-def html_text_blocks(text: str, start: int, end: int) -> list[Block]:
+def html_text_blocks(text: str, start: int, end: int, *, markers: Sequence[tuple[int, int]] = ()) -> list[Block]:
     """The runs of text of the raw HTML in ``text[start:end]``, cut at block-level tags.
 
-    Each run is a slice of the document (offsets stay exact), so an inline tag between two words
-    of a run stays in it; markup with no text between (closing and opening divs, rows, images)
-    gives no block. Text inside <script>, <style> and the like is skipped.
+    Each run is a slice of the document (offsets stay exact), so the inline tags within a run stay
+    in it, with those opened just before its first word and closed just after its last
+    ("<strong>Revised:</strong> July 27", not "Revised:</strong> July 27"); markup with no text
+    between (closing and opening divs, rows, images) gives no block. The content of <script>,
+    <style> and the like is skipped. ``markers`` are ranges that are not content either (the
+    blockquote markers of a quoted HTML block's lines); they cut runs as block tags do.
     """
     blocks: list[Block] = []
-    run: list[int] = []  # start and end of the current run of text
-    skipped: str | None = None  # the open script/style tag whose content is skipped
-    position = start
+    run: list[int] = []  # start and end of the current run
+    inline_start: int | None = None  # an inline tag opened since the last cut, before any text
 
-    def close_run() -> None:
+    def cut() -> None:
+        nonlocal inline_start
         if run:
             blocks.extend(_block("paragraph", text, (run[0], run[1])))
             run.clear()
+        inline_start = None
 
-    for markup in _HTML_MARKUP_RE.finditer(text, start, end):
-        if skipped is None and text[position : markup.start()].strip():
+    def add_text(a: int, b: int) -> None:
+        nonlocal inline_start
+        if text[a:b].strip():
             if run:
-                run[1] = markup.start()
+                run[1] = b
             else:
-                run[:] = [position, markup.start()]
+                run[:] = [inline_start if inline_start is not None else a, b]
+            inline_start = None
+
+    def add_text_between(a: int, b: int) -> None:
+        for marker_start, marker_end in markers:
+            if a < marker_end and marker_start < b:
+                add_text(a, max(a, marker_start))
+                cut()
+                a = min(b, max(a, marker_end))
+        add_text(a, b)
+
+    position = start
+    while position < end:
+        markup = _HTML_MARKUP_RE.search(text, position, end)
+        if markup is None:
+            break
+        add_text_between(position, markup.start())
         position = markup.end()
         name = (markup.group(2) or "").lower()
         closing = markup.group(1) == "/"
-        if skipped is not None:
-            skipped = None if closing and name == skipped else skipped
-        elif name in _HTML_SKIPPED_TAGS and not closing and not markup.group(0).endswith("/>"):
-            close_run()
-            skipped = name
-        elif name in _HTML_BREAKING_TAGS:
-            close_run()
-    if skipped is None and text[position:end].strip():
-        if run:
-            run[1] = end
-        else:
-            run[:] = [position, end]
-    close_run()
+        if markup.group(2) is None or name in _HTML_BREAKING_TAGS:  # a comment, a declaration too
+            cut()
+        elif name in _HTML_SKIPPED_CLOSERS and not closing:
+            cut()
+            if not markup.group(0).endswith("/>"):
+                closer = _HTML_SKIPPED_CLOSERS[name].search(text, position, end)
+                position = closer.end() if closer else end
+        elif closing:
+            if run:
+                run[1] = markup.end()
+        elif inline_start is None and not run:
+            inline_start = markup.start()
+    add_text_between(position, end)
+    cut()
     return blocks
 
 
@@ -283,6 +314,19 @@ def _heading_span(
         return line_start + found, line_start + found + len(inline.content)
     start = _content_start(text, lines, first_line, inline.content.split("\n", 1)[0])
     return start, lines.end(end_line - 1)
+
+
+def _html_block(text: str, lines: LineTable, html: Token, containers: list[str]) -> list[Block]:
+    """The text of a raw HTML block, without the list or quote markers of its lines."""
+    first_line, end_line = html.map
+    start = _content_start(text, lines, first_line, html.content.split("\n", 1)[0])
+    markers: list[tuple[int, int]] = []
+    if "blockquote" in containers:
+        for line in range(first_line + 1, min(end_line, len(lines))):
+            quote = _QUOTE_MARKERS_RE.match(text, lines.start(line), lines.end(line))
+            if quote and quote.end() > quote.start():
+                markers.append((quote.start(), quote.end()))
+    return html_text_blocks(text, start, lines.end(end_line - 1), markers=markers)
 
 
 def _row_span(

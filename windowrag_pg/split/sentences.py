@@ -45,10 +45,13 @@ _UNIT_KIND_BY_BLOCK_KIND = {
 _ENUMERATOR_ONLY_RE = re.compile(
     r"\(?(?:\d{1,3}(?:\.\d{1,3})*|[A-Za-z]|[ivx]{1,5}|[IVX]{1,5})[.)]?\)?"
 )
-# Abbreviations after which Bling Fire sometimes cuts, though they never end a sentence: titles
+# Abbreviations after which Bling Fire sometimes cuts, though they seldom end a sentence: titles
 # before a name, "v." between the parties of a case; "No." only before a number ("No. 3").
 _TITLE_ABBREVIATION_RE = re.compile(r"(?:^|(?<=[\s(]))(Dr|Mr|Mrs|Ms|Prof|vs?|No|no)\.\Z")
-_NUMBER_START_RE = re.compile(r"(?:\d|[IVX]+\b)")
+_NUMBER_START_RE = re.compile(r"\d")
+# ...unless the next sentence opens with a word that starts sentences, not names ("I spoke to the
+# Dr. She said", "See item v. Then stop").
+_SENTENCE_OPENER_RE = re.compile(r"(?:I|He|She|It|They|We|You|Then|This|That|There|But|So|And)\b")
 # Sentences longer than this are also cut before inline enumerations ("...: (a) foo; (b) bar").
 CLAUSE_SPLIT_MIN_CHARS = 200
 # An inline enumerator after a clause break: "; (b) foo", ": (i) foo", ", and (c) foo". The cut
@@ -157,14 +160,14 @@ def _scanned_sentence_spans(text: str, start: int, end: int) -> list[Span]:
 
 
 def _ends_with_title_abbreviation(text: str, previous: Span, span: Span) -> bool:
-    """Whether Bling Fire cut after an abbreviation that never ends a sentence ("Brown v." |
-    "Board of Education", "Dr." | "Thomas Coke", "Supplement No." | "I to Part 370")."""
+    """Whether Bling Fire cut after an abbreviation that does not end this sentence ("Brown v." |
+    "Board of Education", "Dr." | "Thomas Coke", "Clause No." | "3 applies")."""
     match = _TITLE_ABBREVIATION_RE.search(text, previous[0], previous[1])
     if match is None:
         return False
     if match.group(1) in ("No", "no"):
         return _NUMBER_START_RE.match(text, span[0], span[1]) is not None
-    return True
+    return _SENTENCE_OPENER_RE.match(text, span[0], span[1]) is None
 
 
 def clause_spans(text: str, start: int, end: int) -> list[Span]:
