@@ -686,3 +686,25 @@ After the HTML, Markdown again.
 def test_raw_html_in_a_list_item_or_a_quote_leaves_their_markers_out() -> None:
     _, units = parse_and_split("- <div>\n  Item text.\n  </div>\n\n> <div>\n> Quoted text.\n> </div>\n")
     assert [u.text for u in units] == ["Item text.", "Quoted text."]
+
+
+def test_hard_wrapped_text_with_a_long_url_line_and_a_list() -> None:
+    text = (
+        "Hard-wrapped prose cuts lines at a fixed width so that a sentence\n"
+        "often runs over two lines. The splitter must see the sentence as one\n"
+        "piece, not as two fragments cut at the line break, which would make\n"
+        "poor units for retrieval. The reference is at this address:\n"
+        "https://example.com/a/very/long/address/that/runs/past/any/terminal/width/and/goes/on/and/on.html\n"
+        "\n"
+        "Before sending, check three things that are often forgotten by\n"
+        "people who write such messages in a hurry at the end of a day:\n"
+        "- the recipients, who should all need to read the message and act\n"
+        "  on it;\n"
+        "- the subject line;\n"
+        "- the attachments.\n"
+    )
+    _, units = parse_and_split(text, "text")
+    texts = [u.text for u in units]
+    assert "The splitter must see the sentence as one\npiece, not as two fragments cut at the line break, which would make\npoor units for retrieval." in texts
+    assert "- the recipients, who should all need to read the message and act\n  on it;" in texts
+    assert "- the subject line;" in texts and "- the attachments." in texts

@@ -25,6 +25,13 @@ _PARAGRAPH_BREAK_RE = re.compile(r"\n[^\S\n]*\n\s*")
 _WRAP_MIN_WIDTH = 50
 _WRAP_MAX_WIDTH = 100
 _WRAP_MIN_LINES = 4
+# Lines longer than the widest wrap (a URL, a table row) tolerated in wrapped text: this many, or
+# this share of the lines.
+_WRAP_LONG_LINES = 2
+_WRAP_LONG_LINE_SHARE = 0.02
+# A line that opens a list item: a bullet, or an enumerator ("1.", "2)", "(a)", "iv.") and a space.
+_LIST_ITEM_RE = re.compile(r"[^\S\n]*(?:[-*+•]|\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,5})[.)])[^\S\n]+\S")
+_LINE_START_RE = re.compile(r"^", re.MULTILINE)
 
 
 def parse_text(text: str, *, title: str | None = None) -> ParsedDocument:
@@ -44,22 +51,25 @@ def line_blocks(text: str) -> list[Block]:
 
 
 def paragraph_blocks(text: str) -> list[Block]:
-    """One block per run of non-blank lines, stripped."""
+    """One block per run of non-blank lines, stripped; a line that opens a list item ("- ",
+    "* ", "1. ", "(a) ") starts a block of its own, since a wrapped list keeps one item a line."""
     blocks = []
     position = 0
     for separator in _PARAGRAPH_BREAK_RE.finditer(text):
-        blocks.extend(_stripped_block(text, position, separator.start()))
+        blocks.extend(_item_blocks(text, position, separator.start()))
         position = separator.end()
-    blocks.extend(_stripped_block(text, position, len(text)))
+    blocks.extend(_item_blocks(text, position, len(text)))
     return blocks
 
 
 def looks_hard_wrapped(text: str) -> bool:
     """True for prose wrapped at a fixed width: paragraphs of several lines that fill the width.
 
-    Signals, all required: there are blank-line paragraph breaks; no line is longer than a
-    terminal width; the longest line is wide enough to be a wrap width (not a list of words);
-    most lines continue into the next line; and those non-final lines nearly fill the width.
+    Signals, all required: there are blank-line paragraph breaks; the longest line (leaving out
+    a few that run past a terminal's width: a URL, a table) is wide enough to be a wrap width (not
+    a list of words); most lines continue into the next line; and those non-final lines nearly
+    fill the width. List item lines (and a paragraph's last line) are not counted as continued
+    lines: a short item is no sign that the prose around it is not wrapped.
     """
     if "\n" not in text or _PARAGRAPH_BREAK_RE.search(text) is None:
         return False
@@ -67,18 +77,32 @@ def looks_hard_wrapped(text: str) -> bool:
     widths = [len(line) for line in lines if line.strip()]
     if len(widths) < _WRAP_MIN_LINES:
         return False
-    width = max(widths)
-    if not _WRAP_MIN_WIDTH <= width <= _WRAP_MAX_WIDTH:
+    long_lines = sum(1 for w in widths if w > _WRAP_MAX_WIDTH)
+    if long_lines > max(_WRAP_LONG_LINES, _WRAP_LONG_LINE_SHARE * len(widths)):
+        return False
+    width = max((w for w in widths if w <= _WRAP_MAX_WIDTH), default=0)
+    if width < _WRAP_MIN_WIDTH:
         return False
     continued = [
         len(line)
         for line, following in zip(lines, lines[1:])
-        if line.strip() and following.strip()
+        if line.strip() and following.strip() and not _LIST_ITEM_RE.match(following)
+        and len(line) <= _WRAP_MAX_WIDTH
     ]
-    if len(continued) * 2 < len(widths):
+    if len(continued) * 2 < len(widths) - long_lines:
         return False
     filled = sum(1 for length in continued if length >= 0.6 * width)
     return filled >= 0.8 * len(continued)
+
+
+def _item_blocks(text: str, start: int, end: int) -> list[Block]:
+    """The stripped block of ``text[start:end]``, cut before each line that opens a list item."""
+    cuts = [start]
+    for line in _LINE_START_RE.finditer(text, start, end):
+        if line.start() > start and _LIST_ITEM_RE.match(text, line.start(), end):
+            cuts.append(line.start())
+    cuts.append(end)
+    return [block for a, b in zip(cuts, cuts[1:]) for block in _stripped_block(text, a, b)]
 
 
 def _stripped_block(text: str, start: int, end: int) -> list[Block]:
