@@ -702,9 +702,23 @@ def test_hard_wrapped_text_with_a_long_url_line_and_a_list() -> None:
         "  on it;\n"
         "- the subject line;\n"
         "- the attachments.\n"
+        "\n"
+        "The method is described in full in the appendix of the report, page\n"
+        "12. The appendix also lists every parameter used in the experiments.\n"
     )
     _, units = parse_and_split(text, "text")
     texts = [u.text for u in units]
     assert "The splitter must see the sentence as one\npiece, not as two fragments cut at the line break, which would make\npoor units for retrieval." in texts
     assert "- the recipients, who should all need to read the message and act\n  on it;" in texts
     assert "- the subject line;" in texts and "- the attachments." in texts
+    # only bullets start blocks: a wrapped line may start with "12. "
+    assert "The method is described in full in the appendix of the report, page\n12." in texts
+
+
+def test_raw_html_edge_cases_lose_no_text() -> None:
+    # "<!-->" is an empty comment; an unclosed <script> runs (in markdown-it) to the end of the
+    # page, and then its text is kept rather than skipped
+    _, units = parse_and_split("<div>\n<!--> Visible text.\n</div>\n")
+    assert [u.text for u in units] == ["Visible text."]
+    _, units = parse_and_split('<script src="x.js">\n\nLater paragraph.\n')
+    assert [u.text for u in units] == ["Later paragraph."]

@@ -22,6 +22,7 @@ content locates the exact start inside the first line (after ``#``, ``-``, ``1.`
 """
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 
@@ -43,7 +44,7 @@ _CONTAINER_MARKERS_RE = re.compile(r"(?:[ \t]*(?:>|[-*+](?=[ \t]|$)|\d{1,9}[.)](
 # declaration, a processing instruction (to the next ">"; a "<?" with no ">" before the next tag
 # is text).
 _HTML_MARKUP_RE = re.compile(
-    r"<!--.*?(?:-->|\Z)|<(/?)([A-Za-z][A-Za-z0-9-]*)(?:\s(?:\"[^\"]*\"|'[^']*'|[^<>\"'])*)?/?>|<![^<>]*>|<\?[^<>]*>",
+    r"<!---?>|<!--.*?(?:-->|\Z)|<(/?)([A-Za-z][A-Za-z0-9-]*)(?:\s(?:\"[^\"]*\"|'[^']*'|[^<>\"'])*)?/?>|<![^<>]*>|<\?[^<>]*>",
     re.DOTALL,
 )
 # Tags that end a run of text (the HTML parser's block tags, and breaks); inline tags (<kbd>,
@@ -161,12 +162,16 @@ def html_text_blocks(text: str, start: int, end: int, *, markers: Sequence[tuple
                 run[:] = [inline_start if inline_start is not None else a, b]
             inline_start = None
 
+    marker_ends = [marker_end for _, marker_end in markers]  # markers are in order, apart
+
     def add_text_between(a: int, b: int) -> None:
-        for marker_start, marker_end in markers:
-            if a < marker_end and marker_start < b:
-                add_text(a, max(a, marker_start))
-                cut()
-                a = min(b, max(a, marker_end))
+        for index in range(bisect.bisect_right(marker_ends, a), len(markers)):
+            marker_start, marker_end = markers[index]
+            if marker_start >= b:
+                break
+            add_text(a, max(a, marker_start))
+            cut()
+            a = min(b, max(a, marker_end))
         add_text(a, b)
 
     position = start
@@ -182,9 +187,9 @@ def html_text_blocks(text: str, start: int, end: int, *, markers: Sequence[tuple
             cut()
         elif name in _HTML_SKIPPED_CLOSERS and not closing:
             cut()
-            if not markup.group(0).endswith("/>"):
-                closer = _HTML_SKIPPED_CLOSERS[name].search(text, position, end)
-                position = closer.end() if closer else end
+            closer = None if markup.group(0).endswith("/>") else _HTML_SKIPPED_CLOSERS[name].search(text, position, end)
+            if closer is not None:  # unclosed (markdown-it then runs the block to the end): text
+                position = closer.end()
         elif closing:
             if run:
                 run[1] = markup.end()

@@ -29,8 +29,8 @@ _WRAP_MIN_LINES = 4
 # this share of the lines.
 _WRAP_LONG_LINES = 2
 _WRAP_LONG_LINE_SHARE = 0.02
-# A line that opens a list item: a bullet, or an enumerator ("1.", "2)", "(a)", "iv.") and a space.
-_LIST_ITEM_RE = re.compile(r"[^\S\n]*(?:[-*+•]|\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,5})[.)])[^\S\n]+\S")
+# A line that opens a bulleted list item.
+_BULLET_RE = re.compile(r"[^\S\n]*[-*+•][^\S\n]+\S")
 _LINE_START_RE = re.compile(r"^", re.MULTILINE)
 
 
@@ -51,8 +51,8 @@ def line_blocks(text: str) -> list[Block]:
 
 
 def paragraph_blocks(text: str) -> list[Block]:
-    """One block per run of non-blank lines, stripped; a line that opens a list item ("- ",
-    "* ", "1. ", "(a) ") starts a block of its own, since a wrapped list keeps one item a line."""
+    """One block per run of non-blank lines, stripped; a wrapped list's items are blocks of their
+    own (``_item_blocks``)."""
     blocks = []
     position = 0
     for separator in _PARAGRAPH_BREAK_RE.finditer(text):
@@ -68,8 +68,8 @@ def looks_hard_wrapped(text: str) -> bool:
     Signals, all required: there are blank-line paragraph breaks; the longest line (leaving out
     a few that run past a terminal's width: a URL, a table) is wide enough to be a wrap width (not
     a list of words); most lines continue into the next line; and those non-final lines nearly
-    fill the width. List item lines (and a paragraph's last line) are not counted as continued
-    lines: a short item is no sign that the prose around it is not wrapped.
+    fill the width, bullet items and the line before one aside (a short item, or the line that
+    introduces a list, is no sign that the prose around them is not wrapped).
     """
     if "\n" not in text or _PARAGRAPH_BREAK_RE.search(text) is None:
         return False
@@ -84,22 +84,28 @@ def looks_hard_wrapped(text: str) -> bool:
     if width < _WRAP_MIN_WIDTH:
         return False
     continued = [
-        len(line)
+        (line, following)
         for line, following in zip(lines, lines[1:])
-        if line.strip() and following.strip() and not _LIST_ITEM_RE.match(following)
-        and len(line) <= _WRAP_MAX_WIDTH
+        if line.strip() and following.strip() and len(line) <= _WRAP_MAX_WIDTH
     ]
     if len(continued) * 2 < len(widths) - long_lines:
         return False
-    filled = sum(1 for length in continued if length >= 0.6 * width)
+    filled = sum(
+        1 for line, following in continued
+        if len(line) >= 0.6 * width or _BULLET_RE.match(line) or _BULLET_RE.match(following)
+    )
     return filled >= 0.8 * len(continued)
 
 
 def _item_blocks(text: str, start: int, end: int) -> list[Block]:
-    """The stripped block of ``text[start:end]``, cut before each line that opens a list item."""
+    """The stripped block of ``text[start:end]``, cut before each bullet line ("- ", "* ", "• ").
+
+    Only bullets: a wrapped line may well start with "12. " or "R. R. Martin", and a dash
+    that starts a wrapped line ("this\n- and here is why -") is rarer than a bulleted list.
+    """
     cuts = [start]
     for line in _LINE_START_RE.finditer(text, start, end):
-        if line.start() > start and _LIST_ITEM_RE.match(text, line.start(), end):
+        if line.start() > start and _BULLET_RE.match(text, line.start(), end):
             cuts.append(line.start())
     cuts.append(end)
     return [block for a, b in zip(cuts, cuts[1:]) for block in _stripped_block(text, a, b)]
