@@ -627,7 +627,8 @@ def test_title_abbreviations_do_not_end_a_sentence() -> None:
         "The decision in Brown v. Board of Education of Topeka was unanimous. "
         "He met Dr. Thomas Coke, already an Anglican priest, in 1784. "
         "Items under clause No. 3 to Part 370 are controlled. "
-        "We said no. Then we left. We said No. I left the room. I spoke to the Dr. She told me to rest."
+        "We said no. Then we left. We said No. I left the room. I spoke to the Dr. She told me to rest. "
+        "I visited the Dr. The results were fine. Call the Dr. When she answers, ask. See Mr. Hyde tonight."
     )
     _, units = parse_and_split(text, "text")
     assert [u.text for u in units] == [
@@ -640,6 +641,11 @@ def test_title_abbreviations_do_not_end_a_sentence() -> None:
         "I left the room.",
         "I spoke to the Dr.",
         "She told me to rest.",
+        "I visited the Dr.",
+        "The results were fine.",
+        "Call the Dr.",
+        "When she answers, ask.",
+        "See Mr. Hyde tonight.",
     ]
 
 
@@ -722,3 +728,50 @@ def test_raw_html_edge_cases_lose_no_text() -> None:
     assert [u.text for u in units] == ["Visible text."]
     _, units = parse_and_split('<script src="x.js">\n\nLater paragraph.\n')
     assert [u.text for u in units] == ["Later paragraph."]
+
+
+def test_a_wrapped_email_keeps_its_short_lines_apart_and_its_sentences_whole() -> None:
+    text = (
+        "From: A <a@example.com>\n"
+        "Subject: Quarterly planning\n"
+        "\n"
+        "Hi all,\n"
+        "\n"
+        "The planning meeting moves to Thursday because the finance review\n"
+        "overlaps with our usual slot on Tuesday afternoon. Please update your\n"
+        "calendars and bring the draft roadmap for the next two quarters with\n"
+        "the estimates we discussed last week. Before the meeting, check that:\n"
+        "1. the budget lines match the ones in the finance review;\n"
+        "2. every team has sent its estimates.\n"
+        "\n"
+        "Thanks,\n"
+        "Bob\n"
+    )
+    _, units = parse_and_split(text, "text")
+    assert [u.text for u in units] == [
+        "From: A <a@example.com>",
+        "Subject: Quarterly planning",
+        "Hi all,",
+        "The planning meeting moves to Thursday because the finance review\n"
+        "overlaps with our usual slot on Tuesday afternoon.",
+        "Please update your\ncalendars and bring the draft roadmap for the next two quarters with\n"
+        "the estimates we discussed last week.",
+        "Before the meeting, check that:",
+        "1. the budget lines match the ones in the finance review;",
+        "2. every team has sent its estimates.",
+        "Thanks,",
+        "Bob",
+    ]
+
+
+def test_raw_html_units_keep_whole_tag_pairs_or_none() -> None:
+    text = (
+        '<div class="blocks">\n  <a href="about.md" class="block">\n    <img src="about.svg">\n'
+        "    About the company\n  </a>\n</div>\n\n"
+        "<table><tr><td><strong>Enterprise<br>(P5)</strong></td>"
+        "<td><strong>Last Revised: </strong>July 27, 2022</td></tr></table>\n"
+    )
+    _, units = parse_and_split(text)
+    assert [u.text for u in units] == [
+        "About the company", "Enterprise", "(P5)", "<strong>Last Revised: </strong>July 27, 2022",
+    ]

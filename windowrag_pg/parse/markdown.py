@@ -136,31 +136,43 @@ def html_text_blocks(text: str, start: int, end: int, *, markers: Sequence[tuple
     """The runs of text of the raw HTML in ``text[start:end]``, cut at block-level tags.
 
     Each run is a slice of the document (offsets stay exact), so the inline tags within a run stay
-    in it, with those opened just before its first word and closed just after its last
-    ("<strong>Revised:</strong> July 27", not "Revised:</strong> July 27"); markup with no text
+    in it, with those opened just before its first word and closed in it, and those it opened
+    closed just after its last ("<strong>Revised:</strong> July 27", not "Revised:</strong> July
+    27"; a tag closed in another run is left to it); markup with no text
     between (closing and opening divs, rows, images) gives no block. The content of <script>,
     <style> and the like is skipped. ``markers`` are ranges that are not content either (the
     blockquote markers of a quoted HTML block's lines); they cut runs as block tags do.
     """
     blocks: list[Block] = []
-    run: list[int] = []  # start and end of the current run
-    inline_start: int | None = None  # an inline tag opened since the last cut, before any text
+    run: list[int] = []  # start and end of the current run, and where its first word starts
+    leading: list[tuple[str, int]] = []  # inline tags opened since the last cut, before any text
+    opened: list[tuple[str, bool]] = []  # inline tags opened in the run (True: before its text)
 
     def cut() -> None:
-        nonlocal inline_start
         if run:
-            blocks.extend(_block("paragraph", text, (run[0], run[1])))
+            # a tag opened before the first word and not closed in the run: start at the word
+            start_at = run[2] if any(before for _, before in opened) else run[0]
+            blocks.extend(_block("paragraph", text, (start_at, run[1])))
             run.clear()
-        inline_start = None
+        leading.clear()
+        opened.clear()
 
     def add_text(a: int, b: int) -> None:
-        nonlocal inline_start
         if text[a:b].strip():
             if run:
                 run[1] = b
             else:
-                run[:] = [inline_start if inline_start is not None else a, b]
-            inline_start = None
+                run[:] = [leading[0][1] if leading else a, b, a]
+                opened[:] = [(name, True) for name, _ in leading]
+                leading.clear()
+
+    def close_inline(name: str, closed_at: int) -> None:
+        """A closing inline tag stays with the run only when the run opened it."""
+        for index in range(len(opened) - 1, -1, -1):
+            if opened[index][0] == name:
+                del opened[index]
+                run[1] = closed_at
+                return
 
     marker_ends = [marker_end for _, marker_end in markers]  # markers are in order, apart
 
@@ -191,10 +203,11 @@ def html_text_blocks(text: str, start: int, end: int, *, markers: Sequence[tuple
             if closer is not None:  # unclosed (markdown-it then runs the block to the end): text
                 position = closer.end()
         elif closing:
-            if run:
-                run[1] = markup.end()
-        elif inline_start is None and not run:
-            inline_start = markup.start()
+            close_inline(name, markup.end())
+        elif run:
+            opened.append((name, False))
+        else:
+            leading.append((name, markup.start()))
     add_text_between(position, end)
     cut()
     return blocks

@@ -25,88 +25,124 @@ _PARAGRAPH_BREAK_RE = re.compile(r"\n[^\S\n]*\n\s*")
 _WRAP_MIN_WIDTH = 50
 _WRAP_MAX_WIDTH = 100
 _WRAP_MIN_LINES = 4
+# A line at least this share of the wrap width fills it (the paragraph goes on).
+_WRAP_FILL = 0.6
 # Lines longer than the widest wrap (a URL, a table row) tolerated in wrapped text: this many, or
 # this share of the lines.
 _WRAP_LONG_LINES = 2
 _WRAP_LONG_LINE_SHARE = 0.02
-# A line that opens a bulleted list item.
+# A line that opens a bulleted list item, or (with an enumerator: "1.", "2)", "(a)", "iv.") maybe a
+# numbered one.
 _BULLET_RE = re.compile(r"[^\S\n]*[-*+•][^\S\n]+\S")
-_LINE_START_RE = re.compile(r"^", re.MULTILINE)
+_ENUMERATED_RE = re.compile(r"[^\S\n]*\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,5})[.)][^\S\n]+\S")
 
 
 def parse_text(text: str, *, title: str | None = None) -> ParsedDocument:
-    blocks = paragraph_blocks(text) if looks_hard_wrapped(text) else line_blocks(text)
+    width = hard_wrap_width(text)
+    blocks = paragraph_blocks(text, width) if width is not None else line_blocks(text)
     sections = build_sections(len(text), list(blocks))
     return ParsedDocument(text=text, sections=sections, title=title, format="text")
 
 
-def line_blocks(text: str) -> list[Block]:
-    """One block per non-blank line, stripped."""
+def line_blocks(text: str, start: int = 0, end: int | None = None) -> list[Block]:
+    """One block per non-blank line of ``text[start:end]``, stripped."""
     blocks = []
-    for match in _LINE_RE.finditer(text):
-        start, end = match.span()
-        end = start + len(match.group().rstrip())
-        blocks.append(Block("paragraph", start, end))
+    for match in _LINE_RE.finditer(text, start, len(text) if end is None else end):
+        line_start, line_end = match.span()
+        blocks.append(Block("paragraph", line_start, line_start + len(match.group().rstrip())))
     return blocks
 
 
-def paragraph_blocks(text: str) -> list[Block]:
-    """One block per run of non-blank lines, stripped; a wrapped list's items are blocks of their
-    own (``_item_blocks``)."""
+def paragraph_blocks(text: str, width: int) -> list[Block]:
+    """One block per run of non-blank lines (a paragraph), stripped; a wrapped list's items are
+    blocks of their own (``_item_blocks``), and so is each line of a paragraph none of whose lines
+    fills the wrap ``width`` (an e-mail's header lines, a greeting, a signature)."""
     blocks = []
     position = 0
-    for separator in _PARAGRAPH_BREAK_RE.finditer(text):
-        blocks.extend(_item_blocks(text, position, separator.start()))
-        position = separator.end()
-    blocks.extend(_item_blocks(text, position, len(text)))
+    for separator in [*_PARAGRAPH_BREAK_RE.finditer(text), None]:
+        end = separator.start() if separator is not None else len(text)
+        if _is_prose(text[position:end].split("\n"), width):
+            blocks.extend(_item_blocks(text, position, end, width))
+        else:
+            blocks.extend(line_blocks(text, position, end))
+        if separator is not None:
+            position = separator.end()
     return blocks
 
 
 def looks_hard_wrapped(text: str) -> bool:
-    """True for prose wrapped at a fixed width: paragraphs of several lines that fill the width.
+    """True for prose wrapped at a fixed width (``hard_wrap_width``)."""
+    return hard_wrap_width(text) is not None
+
+
+def hard_wrap_width(text: str) -> int | None:
+    """The wrap width of prose wrapped at a fixed width: paragraphs of several lines that fill
+    the width. None for other text.
 
     Signals, all required: there are blank-line paragraph breaks; the longest line (leaving out
     a few that run past a terminal's width: a URL, a table) is wide enough to be a wrap width (not
-    a list of words); most lines continue into the next line; and those non-final lines nearly
-    fill the width, bullet items and the line before one aside (a short item, or the line that
-    introduces a list, is no sign that the prose around them is not wrapped).
+    a list of words); in the paragraphs of prose (those with a line that fills 60% of the width:
+    not a block of header lines, a greeting or a signature), most lines continue into the next
+    line and those non-final lines nearly fill the width, bullet items and the line before one
+    aside, numbered ones too (a short item, or the line that introduces a list, is no sign that
+    the prose around them is not wrapped).
     """
     if "\n" not in text or _PARAGRAPH_BREAK_RE.search(text) is None:
-        return False
-    lines = [line.rstrip() for line in text.split("\n")]
-    widths = [len(line) for line in lines if line.strip()]
+        return None
+    paragraphs = [
+        [line.rstrip() for line in paragraph.split("\n") if line.strip()]
+        for paragraph in _PARAGRAPH_BREAK_RE.split(text)
+    ]
+    widths = [len(line) for paragraph in paragraphs for line in paragraph]
     if len(widths) < _WRAP_MIN_LINES:
-        return False
+        return None
     long_lines = sum(1 for w in widths if w > _WRAP_MAX_WIDTH)
     if long_lines > max(_WRAP_LONG_LINES, _WRAP_LONG_LINE_SHARE * len(widths)):
-        return False
+        return None
     width = max((w for w in widths if w <= _WRAP_MAX_WIDTH), default=0)
     if width < _WRAP_MIN_WIDTH:
-        return False
+        return None
+    prose = [paragraph for paragraph in paragraphs if _is_prose(paragraph, width)]
+    prose_lines = sum(1 for paragraph in prose for line in paragraph if len(line) <= _WRAP_MAX_WIDTH)
     continued = [
         (line, following)
-        for line, following in zip(lines, lines[1:])
-        if line.strip() and following.strip() and len(line) <= _WRAP_MAX_WIDTH
+        for paragraph in prose
+        for line, following in zip(paragraph, paragraph[1:])
+        if len(line) <= _WRAP_MAX_WIDTH
     ]
-    if len(continued) * 2 < len(widths) - long_lines:
-        return False
+    if not continued or len(continued) * 2 < prose_lines:
+        return None
     filled = sum(
         1 for line, following in continued
-        if len(line) >= 0.6 * width or _BULLET_RE.match(line) or _BULLET_RE.match(following)
+        if len(line) >= _WRAP_FILL * width or _is_list_line(line) or _is_list_line(following)
     )
-    return filled >= 0.8 * len(continued)
+    return width if filled >= 0.8 * len(continued) else None
 
 
-def _item_blocks(text: str, start: int, end: int) -> list[Block]:
-    """The stripped block of ``text[start:end]``, cut before each bullet line ("- ", "* ", "• ").
+def _is_prose(lines: list[str], width: int) -> bool:
+    """Whether one of the lines fills the wrap width (the paragraph is not only short lines)."""
+    return any(_WRAP_FILL * width <= len(line.rstrip()) for line in lines)
 
-    Only bullets: a wrapped line may well start with "12. " or "R. R. Martin", and a dash
-    that starts a wrapped line ("this\n- and here is why -") is rarer than a bulleted list.
+
+def _is_list_line(line: str) -> bool:
+    return _BULLET_RE.match(line) is not None or _ENUMERATED_RE.match(line) is not None
+
+
+def _item_blocks(text: str, start: int, end: int, width: int) -> list[Block]:
+    """The stripped block of ``text[start:end]``, cut before each list item line: a bullet ("- ",
+    "* ", "• "), or an enumerator ("1. ", "(a) ") after a line that ends with ":" or ";" or does
+    not fill the wrap width (a wrapped line may well start with "12. " or "R. R. Martin").
+    A dash that starts a wrapped line ("this\n- and here is why -") is rarer than a bullet.
     """
     cuts = [start]
-    for line in _LINE_START_RE.finditer(text, start, end):
-        if line.start() > start and _BULLET_RE.match(text, line.start(), end):
+    previous_line = None
+    for line in _LINE_RE.finditer(text, start, end):
+        if previous_line is not None and (
+            _BULLET_RE.match(line.group()) or _ENUMERATED_RE.match(line.group()) and (
+                previous_line.rstrip().endswith((":", ";")) or len(previous_line.rstrip()) < _WRAP_FILL * width)
+        ):
             cuts.append(line.start())
+        previous_line = line.group()
     cuts.append(end)
     return [block for a, b in zip(cuts, cuts[1:]) for block in _stripped_block(text, a, b)]
 

@@ -50,8 +50,16 @@ _ENUMERATOR_ONLY_RE = re.compile(
 _TITLE_ABBREVIATION_RE = re.compile(r"(?:^|(?<=[\s(]))(Dr|Mr|Mrs|Ms|Prof|vs?|No|no)\.\Z")
 _NUMBER_START_RE = re.compile(r"\d")
 # ...unless the next sentence opens with a word that starts sentences, not names ("I spoke to the
-# Dr. She said", "See item v. Then stop").
-_SENTENCE_OPENER_RE = re.compile(r"(?:I|He|She|It|They|We|You|Then|This|That|There|But|So|And)\b")
+# Dr. She said", "See item v. Then stop"; a case may be "R v. The Queen"), or a title follows a
+# determiner ("I visited the Dr. Results were fine": a title before a name has none).
+_SENTENCE_OPENERS = (
+    "I|He|She|It|They|We|You|Then|This|That|These|Those|There|But|So|And|Or|A|An|When|While|If|As|"
+    "At|In|On|For|After|Before|Most|Many|Some|All|Please|Yes|No|Nobody|Nothing|What|How|Why|Where|"
+    "Who|My|Our|Your|His|Her|Their|Its"
+)
+_SENTENCE_OPENER_RE = re.compile(rf"(?:{_SENTENCE_OPENERS})\b")
+_TITLE_OPENER_RE = re.compile(rf"(?:{_SENTENCE_OPENERS}|The)\b")
+_DETERMINER_BEFORE_RE = re.compile(r"(?:^|\s)(?:the|a|an|my|your|our|his|her|their|this|that)\s+\S+\Z", re.IGNORECASE)
 # Sentences longer than this are also cut before inline enumerations ("...: (a) foo; (b) bar").
 CLAUSE_SPLIT_MIN_CHARS = 200
 # An inline enumerator after a clause break: "; (b) foo", ": (i) foo", ", and (c) foo". The cut
@@ -167,7 +175,11 @@ def _ends_with_title_abbreviation(text: str, previous: Span, span: Span) -> bool
         return False
     if match.group(1) in ("No", "no"):
         return _NUMBER_START_RE.match(text, span[0], span[1]) is not None
-    return _SENTENCE_OPENER_RE.match(text, span[0], span[1]) is None
+    if match.group(1) in ("v", "vs"):
+        return _SENTENCE_OPENER_RE.match(text, span[0], span[1]) is None
+    if _DETERMINER_BEFORE_RE.search(text, previous[0], previous[1]):
+        return False
+    return _TITLE_OPENER_RE.match(text, span[0], span[1]) is None
 
 
 def clause_spans(text: str, start: int, end: int) -> list[Span]:
