@@ -48,8 +48,7 @@ def line_blocks(text: str, start: int = 0, end: int | None = None) -> list[Block
     """One block per non-blank line of ``text[start:end]``, stripped."""
     blocks = []
     for match in _LINE_RE.finditer(text, start, len(text) if end is None else end):
-        line_start, line_end = match.span()
-        blocks.append(Block("paragraph", line_start, line_start + len(match.group().rstrip())))
+        blocks.append(Block("paragraph", match.start(), match.start() + len(match.group().rstrip())))
     return blocks
 
 
@@ -137,12 +136,11 @@ def _item_blocks(text: str, start: int, end: int, width: int) -> list[Block]:
     cuts = [start]
     previous_line = None
     for line in _LINE_RE.finditer(text, start, end):
-        if previous_line is not None and (
-            _BULLET_RE.match(line.group()) or _ENUMERATED_RE.match(line.group()) and (
-                previous_line.rstrip().endswith((":", ";")) or len(previous_line.rstrip()) < _WRAP_FILL * width)
-        ):
-            cuts.append(line.start())
-        previous_line = line.group()
+        if previous_line is not None:
+            introduced = previous_line.endswith((":", ";")) or len(previous_line) < _WRAP_FILL * width
+            if _BULLET_RE.match(line.group()) or (introduced and _ENUMERATED_RE.match(line.group())):
+                cuts.append(line.start())
+        previous_line = line.group().rstrip()
     cuts.append(end)
     return [block for a, b in zip(cuts, cuts[1:]) for block in _stripped_block(text, a, b)]
 
