@@ -26,6 +26,8 @@ from windowrag_pg.parse.types import Block, ParsedDocument, Section, Unit
 __all__ = [
     "Block",
     "DEFAULT_MAX_DOCUMENT_BYTES",
+    "HTML_BLOCK_TAGS",
+    "HTML_DROPPED_TAGS",
     "HeadingMark",
     "MAX_DOCUMENT_BYTES_ENV",
     "ParsedDocument",
@@ -42,6 +44,20 @@ __all__ = [
 ]
 
 TEXT_FORMATS = ("text", "markdown", "html")
+
+# HTML elements whose content is not text (html.py, and raw HTML inside Markdown).
+HTML_DROPPED_TAGS = frozenset(
+    {"script", "style", "nav", "noscript", "template", "svg", "iframe", "object", "title"}
+)
+# HTML tags that end the running text: whatever inline text came before is a block of its own.
+HTML_BLOCK_TAGS = frozenset(
+    {
+        "address", "article", "aside", "blockquote", "body", "caption", "dd", "details",
+        "dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form",
+        "header", "hr", "html", "li", "main", "ol", "p", "section", "summary", "table",
+        "tbody", "td", "tfoot", "th", "thead", "ul",
+    }
+)
 
 FORMAT_BY_SUFFIX = {
     ".txt": "text",

@@ -18,25 +18,19 @@ from __future__ import annotations
 from bs4 import BeautifulSoup
 from bs4.element import NavigableString, PageElement, PreformattedString, Tag
 
-from windowrag_pg.parse import HeadingMark, build_sections, require_blocks
+from windowrag_pg.parse import (
+    HTML_BLOCK_TAGS,
+    HTML_DROPPED_TAGS,
+    HeadingMark,
+    build_sections,
+    require_blocks,
+)
 from windowrag_pg.parse.types import Block, ParsedDocument
 
 BLOCK_SEPARATOR = "\n\n"
 ROW_CELL_SEPARATOR = " | "
 
-_DROPPED_TAGS = frozenset(
-    {"script", "style", "nav", "noscript", "template", "svg", "iframe", "object", "title"}
-)
 _HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
-# Tags that end the running text: whatever inline text came before becomes its own block.
-_BLOCK_TAGS = frozenset(
-    {
-        "address", "article", "aside", "blockquote", "body", "caption", "dd", "details",
-        "dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form",
-        "header", "hr", "html", "li", "main", "ol", "p", "section", "summary", "table",
-        "tbody", "td", "tfoot", "th", "thead", "ul",
-    }
-)
 _LIST_ITEM_TAGS = frozenset({"li"})
 
 
@@ -90,7 +84,7 @@ def _space_breaks(soup: BeautifulSoup) -> None:
     for br in soup.find_all("br"):
         br.replace_with(" ")
     for holder in soup.find_all(["td", "th", *_HEADING_TAGS]):
-        for block in holder.find_all(_BLOCK_TAGS):
+        for block in holder.find_all(HTML_BLOCK_TAGS):
             block.append(" ")
 
 
@@ -120,7 +114,7 @@ def _collect_blocks(root: Tag, collector: _BlockCollector) -> None:
         if not isinstance(node, Tag):
             continue
         name = node.name.lower()
-        if name in _DROPPED_TAGS:
+        if name in HTML_DROPPED_TAGS:
             continue
         if name == "br":
             pending.append(" ")
@@ -134,7 +128,7 @@ def _collect_blocks(root: Tag, collector: _BlockCollector) -> None:
         elif name == "tr":
             flush()
             collector.add("table_row", _row_text(node))
-        elif name in _BLOCK_TAGS:
+        elif name in HTML_BLOCK_TAGS:
             flush()
             kinds.append("list_item" if name in _LIST_ITEM_TAGS else "paragraph")
             stack.append((node, True))
@@ -152,7 +146,7 @@ def _row_text(row: Tag) -> str:
     """
     cell_texts: dict[int, list[str]] = {}
     for string in row.find_all(string=True):
-        if isinstance(string, PreformattedString) or string.find_parent(_DROPPED_TAGS) is not None:
+        if isinstance(string, PreformattedString) or string.find_parent(HTML_DROPPED_TAGS) is not None:
             continue
         cell = string.find_parent(["td", "th"])
         key = id(cell) if cell is not None and cell is not row else id(row)

@@ -11,7 +11,7 @@ content locates the exact start inside the first line (after ``#``, ``-``, ``1.`
   are "list_item" blocks; paragraphs in a blockquote are paragraphs. A raw HTML block gives the
   runs of text between its block-level tags (a cell, an item, a div's text) as paragraphs, without
   the markup around them: `</div>\n<div class="item">` alone is not a sentence. HTML comments,
-  scripts and styles are skipped.
+  and the content of scripts, styles and the other elements the HTML parser drops, are skipped.
 - Each table row (header included, the ``|---|`` delimiter row excluded) is a "table_row" block.
 - Fenced code keeps only the lines between the fences; indented code keeps its lines.
 - YAML front matter (``---`` ... ``---`` at the very top) is not content: its lines are blanked
@@ -29,7 +29,13 @@ from collections.abc import Sequence
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from windowrag_pg.parse import HeadingMark, build_sections, require_blocks
+from windowrag_pg.parse import (
+    HTML_BLOCK_TAGS,
+    HTML_DROPPED_TAGS,
+    HeadingMark,
+    build_sections,
+    require_blocks,
+)
 from windowrag_pg.parse.types import Block, ParsedDocument
 
 # markdown-it splits lines exactly like this (rules_core/normalize.py), so its line numbers match.
@@ -47,19 +53,12 @@ _HTML_MARKUP_RE = re.compile(
     r"<!---?>|<!--.*?(?:-->|\Z)|<(/?)([A-Za-z][A-Za-z0-9-]*)(?:\s(?:\"[^\"]*\"|'[^']*'|[^<>\"'])*)?/?>|<![^<>]*>|<\?[^<>]*>",
     re.DOTALL,
 )
-# Tags that end a run of text (the HTML parser's block tags, and breaks); inline tags (<kbd>,
-# <strong>, <a>) stay inside the text they mark.
-_HTML_BREAKING_TAGS = frozenset({
-    "address", "article", "aside", "blockquote", "body", "br", "caption", "dd", "details", "dialog",
-    "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4",
-    "h5", "h6", "header", "hr", "html", "img", "li", "main", "ol", "p", "pre", "section", "summary",
-    "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
-})
-# Elements whose content is not text; skipped to their closing tag, whatever they hold ("<!--" in
-# a script is not a comment).
-_HTML_SKIPPED_CLOSERS = {
-    name: re.compile(rf"</{name}\s*>", re.IGNORECASE) for name in ("script", "style", "template", "svg", "noscript")
-}
+# Tags that end a run of text (the HTML parser's block tags, rows, headings, breaks and images);
+# inline tags (<kbd>, <strong>, <a>) stay inside the text they mark.
+_HTML_BREAKING_TAGS = HTML_BLOCK_TAGS | {"br", "img", "pre", "tr", "h1", "h2", "h3", "h4", "h5", "h6"}
+# Elements whose content is not text (the HTML parser's): skipped to their closing tag, whatever
+# they hold ("<!--" in a script is not a comment).
+_HTML_SKIPPED_CLOSERS = {name: re.compile(rf"</{name}\s*>", re.IGNORECASE) for name in HTML_DROPPED_TAGS}
 
 # Block structure only: inline parsing is most of markdown-it's time and only headings need it,
 # so they are parsed on demand by a second parser (with the link references of the first).
