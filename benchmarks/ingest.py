@@ -48,7 +48,7 @@ from windowrag_pg.embed import get_embedder  # noqa: E402
 from windowrag_pg.ingest import Ingestor, content_hash, embedding_texts, parse_source  # noqa: E402
 from windowrag_pg.parse import ParseError  # noqa: E402
 from windowrag_pg.sources import SourceDocument, iter_sources  # noqa: E402
-from windowrag_pg.split.sentences import split_units  # noqa: E402
+from windowrag_pg.split.sentences import DEFAULT_MAX_UNIT_CHARS, split_units  # noqa: E402
 from windowrag_pg.store.collections import ensure_collection  # noqa: E402
 from windowrag_pg.store.writer import DocumentRecord, existing_hash, write_document  # noqa: E402
 
@@ -223,7 +223,7 @@ def run_prototype(url, sources, embedder, name, chunk_units: int, batch_size: in
 
     for source in sources:
         t0 = time.perf_counter()
-        digest = content_hash(source)
+        digest = content_hash(source, units=[DEFAULT_MAX_UNIT_CHARS, None])  # as the Ingestor hashes it
         if existing_hash(conn, collection, source.external_id) == digest:
             continue
         parsed = parse_source(source)

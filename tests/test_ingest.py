@@ -48,6 +48,32 @@ def test_contractnli_offsets_exact_and_reingest_adds_nothing(conn, contractnli_c
     assert counts(conn, contractnli_collection) == before
 
 
+def test_a_newer_parser_rewrites_only_the_documents_it_cuts_otherwise(conn, collection_name, embedder, monkeypatch):
+    # Stored under another units version (or unit setting), a document is parsed again on its next
+    # ingest: kept (hash refreshed, nothing re-embedded) when its units come out the same,
+    # rewritten when they do not. max_unit_chars stands in for a parser change.
+    import windowrag_pg.ingest as ingest_module
+
+    short = SourceDocument(external_id="short", format="text", text="Alpha is first. Beta is second.")
+    long_text = "Gamma is a sentence that is much longer than forty characters in all. Delta."
+    long = SourceDocument(external_id="long", format="text", text=long_text)
+    assert Ingestor(conn, collection=collection_name, embedder=embedder).ingest([short, long]).added == 2
+    before = {row[0]: row for row in snapshot(conn, collection_name)}
+
+    monkeypatch.setattr(ingest_module, "UNITS_VERSION", ingest_module.UNITS_VERSION + 1)
+    report = Ingestor(conn, collection=collection_name, embedder=embedder).ingest([short, long])
+    assert (report.unchanged, report.replaced, report.metadata_updated, report.sentences) == (2, 0, 0, 0)
+    again = Ingestor(conn, collection=collection_name, embedder=embedder).ingest([short, long])
+    assert again.unchanged == 2  # the refreshed hash is the current one: not even parsed again
+    hashes = {row[0]: row[1] for row in snapshot(conn, collection_name)}
+    assert hashes["short"] != before["short"][1]
+
+    report = Ingestor(conn, collection=collection_name, embedder=embedder, max_unit_chars=40).ingest([short, long])
+    assert (report.unchanged, report.replaced) == (1, 1)  # "short" has no unit over 40 characters
+    texts = [r[3] for r in snapshot(conn, collection_name) if r[0] == "long"]
+    assert all(len(t) <= 40 for t in texts) and len(texts) > 2
+
+
 def test_changed_content_replaces_the_document_atomically(conn, collection_name, embedder):
     ingestor = Ingestor(conn, collection=collection_name, embedder=embedder)
     first = SourceDocument(external_id="doc", format="text", text="Alpha is first. Beta is second.")

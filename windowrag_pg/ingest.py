@@ -89,10 +89,18 @@ class IngestReport:
         }
 
 
-def content_hash(source: SourceDocument) -> str:
-    """Hash of everything that shapes the stored rows of a document."""
+# Bump when a change to parse/ or split/ may cut the same text into other units or sections. A
+# document stored under another version (or another unit setting) is parsed again on its next
+# ingest, and rewritten only when its units or sections came out different.
+UNITS_VERSION = 2
+
+
+def content_hash(source: SourceDocument, *, units: Any = None) -> str:
+    """Hash of everything that shapes the stored rows of a document: the source, and how it was
+    cut into units (UNITS_VERSION and the ingest's UNITS setting)."""
     digest = hashlib.sha256()
-    header = {"format": source.format, "title": source.title, "metadata": source.metadata}
+    header = {"format": source.format, "title": source.title, "metadata": source.metadata,
+              "units": [UNITS_VERSION, units]}
     digest.update(json.dumps(header, sort_keys=True, ensure_ascii=False, default=str).encode())
     digest.update(b"\0")
     digest.update(source.data if source.data is not None else (source.text or "").encode("utf-8", "surrogatepass"))
@@ -386,14 +394,16 @@ class Ingestor:
         here, its sentences and embeddings stay. AHEAD: parse_and_split(source) already running
         in a thread (a bulk load); its result, or its error, is taken at the same step."""
         check_source(source)  # fields Postgres cannot store, metadata that is not plain JSON
-        digest = content_hash(source)
+        digest = content_hash(source, units=[self.max_unit_chars, self.chunk_tokens])
         with self._connection() as conn:
             stored = existing_hash(conn, self.collection, source.external_id)
         if stored == digest:
             return "unchanged"
         parsed, units = ahead.result() if ahead is not None else self.parse_and_split(source)
-        if stored is not None and self._update_metadata_only(source, digest, parsed):
-            return "metadata_updated"
+        if stored is not None:
+            status = self._update_metadata_only(source, digest, parsed, units)
+            if status is not None:
+                return status
         if not units:
             raise ParseError("no text to index (no sentence found)")
         texts = embedding_texts(parsed, units, title=source.title or parsed.title,
@@ -420,14 +430,24 @@ class Ingestor:
                 yield queue.popleft()
         yield from queue
 
-    def _update_metadata_only(self, source: SourceDocument, digest: str, parsed: ParsedDocument) -> bool:
-        """Update the stored document's metadata when its text, format and title are unchanged."""
+    def _update_metadata_only(self, source: SourceDocument, digest: str, parsed: ParsedDocument,
+                              units: list[Unit]) -> str | None:
+        """When the stored document has the same text, format, title, units and sections, store the
+        new metadata and hash on it: "metadata_updated", or "unchanged" when only the hash was
+        out of date (another units version); None when it must be written again."""
         with self._connection() as conn:
             stored = stored_content(conn, self.collection, source.external_id)
-            if stored is None or stored[1:] != (parsed.text, source.format, source.title or parsed.title):
-                return False
-            return update_metadata(conn, self.collection, self._record(source, parsed, digest),
-                                   expected_hash=stored[0])
+            if stored is None:
+                return None
+            stored_hash, text, format_, title, metadata, source_name, stored_units, stored_sections = stored
+            if (text, format_, title) != (parsed.text, source.format, source.title or parsed.title):
+                return None
+            if (stored_units or []) != [[u.start_char, u.end_char, u.kind, u.section_ordinal] for u in units] or \
+                    (stored_sections or []) != [[s.start_char, s.end_char, list(s.heading_path)] for s in parsed.sections]:
+                return None  # the same text cut otherwise (a newer parser, another unit setting)
+            if not update_metadata(conn, self.collection, self._record(source, parsed, digest), expected_hash=stored_hash):
+                return None
+            return "unchanged" if (metadata, source_name) == (source.metadata, source.source) else "metadata_updated"
 
     def _record(self, source: SourceDocument, parsed: ParsedDocument, digest: str) -> DocumentRecord:
         return DocumentRecord(external_id=source.external_id, title=source.title or parsed.title, source=source.source,
