@@ -8,6 +8,9 @@ Pure functions, no database and no models. The only entry points other layers ne
 - ``decode_text(data, name)`` to turn file bytes into text, refusing invalid UTF-8 and binary junk.
 
 Every problem with the input raises ``ParseError`` (a ``ValueError``) whose message names it.
+A change here (or in split/) that may cut the same text into other sections or units must bump
+``windowrag_pg.ingest.UNITS_VERSION``, so that stored documents are parsed again on their next
+ingest.
 
 Which text is stored: for ``"text"`` and ``"markdown"`` ``ParsedDocument.text`` is the input,
 unchanged, so that offsets computed elsewhere (evaluation gold spans) point into it. HTML and PDF

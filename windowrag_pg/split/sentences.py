@@ -14,6 +14,7 @@ section, and no longer than ``max_unit_chars``.
 - heading, table_row -> one unit each;
 - code -> one "code" unit, cut at line breaks only when longer than ``max_unit_chars``.
 Any unit still longer than ``max_unit_chars`` is cut at whitespace (hard cut when there is none).
+A change that may cut the same text otherwise bumps ``windowrag_pg.ingest.UNITS_VERSION``.
 
 Bling Fire works on UTF-8 bytes. Its own Python wrapper maps offsets back with a Python loop
 over every byte and fails on some inputs, so this module calls the C function directly and maps
