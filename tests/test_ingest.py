@@ -74,6 +74,30 @@ def test_a_newer_parser_rewrites_only_the_documents_it_cuts_otherwise(conn, coll
     assert all(len(t) <= 40 for t in texts) and len(texts) > 2
 
 
+def test_a_newer_parser_that_changes_only_section_levels_rewrites_the_document(conn, collection_name, embedder,
+                                                                             monkeypatch):
+    import windowrag_pg.ingest as ingest_module
+
+    page = SourceDocument(external_id="page.md", format="markdown",
+                          text="# Guide\n\nIntro text here.\n\n### Deep\n\nDeep text here.\n")
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest([page])
+    levels = "SELECT x.level FROM windowrag.sections x JOIN windowrag.documents d ON d.id = x.document_id " \
+             "JOIN windowrag.collections c ON c.id = d.collection_id WHERE c.name = %s ORDER BY x.ordinal"
+    assert [r[0] for r in conn.execute(levels, [collection_name])] == [1, 3]
+
+    def flatter(*args, **kwargs):  # a parser change that moves no unit: every heading level 1
+        parsed = ingest_module.parse_document.__wrapped__(*args, **kwargs)
+        for section in parsed.sections:
+            section.level = min(section.level, 1)
+        return parsed
+
+    flatter.__wrapped__ = ingest_module.parse_document
+    monkeypatch.setattr(ingest_module, "parse_document", flatter)
+    monkeypatch.setattr(ingest_module, "UNITS_VERSION", ingest_module.UNITS_VERSION + 1)
+    assert Ingestor(conn, collection=collection_name, embedder=embedder).ingest([page]).replaced == 1
+    assert [r[0] for r in conn.execute(levels, [collection_name])] == [1, 1]
+
+
 def test_changed_content_replaces_the_document_atomically(conn, collection_name, embedder):
     ingestor = Ingestor(conn, collection=collection_name, embedder=embedder)
     first = SourceDocument(external_id="doc", format="text", text="Alpha is first. Beta is second.")

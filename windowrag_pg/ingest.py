@@ -442,11 +442,13 @@ class Ingestor:
             stored_hash, text, format_, title, metadata, source_name, stored_units, stored_sections = stored
             if (text, format_, title) != (parsed.text, source.format, source.title or parsed.title):
                 return None
-            if (stored_units or []) != [[u.start_char, u.end_char, u.kind, u.section_ordinal] for u in units] or \
-                    (stored_sections or []) != [[s.start_char, s.end_char, list(s.heading_path)] for s in parsed.sections]:
+            if (stored_units or []) != [[u.start_char, u.end_char, u.kind, u.section_ordinal, u.page] for u in units] or \
+                    (stored_sections or []) != [[s.start_char, s.end_char, list(s.heading_path), s.level]
+                                                for s in parsed.sections]:
                 return None  # the same text cut otherwise (a newer parser, another unit setting)
             if not update_metadata(conn, self.collection, self._record(source, parsed, digest), expected_hash=stored_hash):
-                return None
+                # changed meanwhile: by another ingest of this same version (nothing to do), or not
+                return "unchanged" if existing_hash(conn, self.collection, source.external_id) == digest else None
             return "unchanged" if (metadata, source_name) == (source.metadata, source.source) else "metadata_updated"
 
     def _record(self, source: SourceDocument, parsed: ParsedDocument, digest: str) -> DocumentRecord:

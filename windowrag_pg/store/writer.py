@@ -110,8 +110,8 @@ def lock_collection_writes(conn: psycopg.Connection, collection: Collection) -> 
 
 def stored_content(conn: psycopg.Connection, collection: Collection, external_id: str) -> tuple | None:
     """(content_hash, text, format, title, metadata, source, units, sections) of the stored
-    document, or None: units as [start, end, kind, section ordinal], sections as [start, end,
-    heading path] lists, in order."""
+    document, or None: units as [start, end, kind, section ordinal, page], sections as [start,
+    end, heading path, level] lists, in order."""
     return conn.execute(load_sql("document_content"), [collection.id, external_id]).fetchone()
 
 
