@@ -401,7 +401,7 @@ class Ingestor:
             return "unchanged"
         parsed, units = ahead.result() if ahead is not None else self.parse_and_split(source)
         if stored is not None:
-            status = self._update_metadata_only(source, digest, parsed, units)
+            status = self._update_in_place(source, digest, parsed, units)
             if status is not None:
                 return status
         if not units:
@@ -430,7 +430,7 @@ class Ingestor:
                 yield queue.popleft()
         yield from queue
 
-    def _update_metadata_only(self, source: SourceDocument, digest: str, parsed: ParsedDocument,
+    def _update_in_place(self, source: SourceDocument, digest: str, parsed: ParsedDocument,
                               units: list[Unit]) -> str | None:
         """When the stored document has the same text, format, title, units and sections, store the
         new metadata and hash on it: "metadata_updated", or "unchanged" when only the hash was
