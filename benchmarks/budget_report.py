@@ -68,7 +68,8 @@ which `full` meant today's `windows` without a budget.
 1. `windowrag.candidate_sentences` (one SQL statement): RRF fusion of the BM25 and dense top 20,
    then every sentence within 6 of those hits in their section, with its own cosine to the query,
    the cosine of the mean vector of it and its two neighbours, its BM25 score, the query lexemes
-   it holds (with idf) and its ranks when it is a hit.
+   it holds (with idf), its ranks when it is a hit, and (since migration 0028) the text between
+   it and the next sentence of its section when that is more than whitespace.
 2. **Sentence values** (`windowrag_pg/segment/values.py`): a logistic model of 15 features, all
    but one relative to the query's own candidates (gap to the best cosine, share of the best BM25,
    neighbours, closeness to the top hits, share of the query's idf mass held by the sentence and
@@ -80,7 +81,9 @@ which `full` meant today's `windows` without a budget.
 3. **Selection = RSE with token lengths** (`windowrag_pg/segment/select.py`): the exact maximum of
    the summed values over at most k runs of whole sentences, each within one section, within the
    budget: a dynamic programme over sentences × runs × token units (units of ⌈budget/512⌉ tokens,
-   lengths rounded up, so the budget is never exceeded). `sentence_floor` prices each sentence at
+   lengths rounded up, so the budget is never exceeded). A run also pays for the text between its
+   sentences (Markdown list markers, a table's |---| row, raw HTML tags: the tokens of item 1's
+   gaps), which two runs leave out. `sentence_floor` prices each sentence at
    a share of the query's best value, a penalty that adapts to the query; its default 0 fills the
    budget, which measured best at equal budget.
 4. **Abstention**: a second logistic model (best cosine, best window cosine, best share of the
@@ -130,6 +133,21 @@ default sends fewer tokens than the previous default sent without a budget (SQuA
 against 0.943) and less contract recall (0.935 against 0.989). Contract evidence is several
 clauses far apart: users with such documents should raise the budget (0.963 at 1,536, 0.975 at
 2,048 tokens).
+
+**Markup between sentences** (2026-11-26, `benchmarks/markup_gaps.py`, the handbook collection
+of the out-of-corpus runs, abstention off). A context is the document's own characters, so in
+Markdown it also sends what lies between its sentences. Until migration 0028 the selection
+counted the sentences alone and the budget was held afterwards by cutting the least valuable
+contexts short: on 40 questions written for the handbook (`benchmarks/queries/handbook_questions.jsonl`)
+28, 32, 11 and 5 of the 40 were cut at 256, 512, 700 and 1,200 tokens. Counting the gaps when it
+plans, none is cut, and the same budgets send +0.2 / +1.2 / +0.8 / +0.9 sentences and +0.040 /
++0.039 / +0.046 / +0.018 of summed sentence value (the expected evidence; paired, the same
+candidates; at 700 tokens 11 queries gain, 15 lose at most 0.016 to the rounding of token units);
+at 2,048 tokens nothing changes (the candidates run out first). On 200 SQuAD questions asked of
+the handbook (12–13% of the tokens sent were markup): 190 and 43 of 200 cut at 512 and 1,200
+tokens before, none after; +2.6 and +0.4 sentences. The plain-text sets have no such gaps (their
+figures are unchanged), and reading the gaps costs `candidate_sentences` +0.013 ms (paired median
+of 290 queries on the handbook collection).
 
 **Against the baselines at equal tokens.** `full` beats `chunks512`, `chunks256` and
 `window_nomerge` (LlamaIndex's window, which also spends up to 200 tokens of each SQuAD query on

@@ -686,8 +686,15 @@ END $$;
 -- (± radius, clamped to the section or document) of each of the best `candidates` fused hits,
 -- once each, in document order. Per sentence: its cosine similarity to the query (its own
 -- embedding, hit or not), its BM25 score, the query lexemes it holds (with their idf), and its
--- fused/dense/BM25 ranks when it is a hit. Selection (which runs to send under a token budget)
--- happens in Python over these rows (windowrag_pg/segment/select.py).
+-- fused/dense/BM25 ranks when it is a hit, and its gap: the text between it and the next
+-- sentence of its section when that is more than whitespace (Markdown list markers, a table's
+-- |---| row, raw HTML tags; NULL otherwise), which a run holding both sends (migration 0028).
+-- Selection (which runs to send under a token budget, the gaps' tokens counted) happens in
+-- Python over these rows (windowrag_pg/segment/select.py).
+-- A new result column cannot be added by CREATE OR REPLACE: the function is dropped first
+-- (comments.sql, run by the migrations that install this file, restores its comment).
+DROP FUNCTION IF EXISTS windowrag.candidate_sentences(text, text, vector, integer, integer, text, text, integer,
+    float8, float8, bigint[], integer, float8, float8);
 CREATE OR REPLACE FUNCTION windowrag.candidate_sentences(
     collection text, query_text text, query_embedding vector,
     candidates integer DEFAULT 20, radius integer DEFAULT 6, mode text DEFAULT 'hybrid',
@@ -699,7 +706,7 @@ RETURNS TABLE (
     document_id bigint, external_id text, title text, section_id bigint, section_path text[],
     ordinal integer, start_char integer, end_char integer, token_count integer, page integer,
     cosine float8, window_cosine float8, bm25 float8, matched_terms text[], matched_idf float8[],
-    fused_rank integer, dense_rank integer, bm25_rank integer, rrf_score float8, query_idf float8)
+    fused_rank integer, dense_rank integer, bm25_rank integer, rrf_score float8, query_idf float8, gap text)
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 DECLARE
@@ -788,9 +795,11 @@ BEGIN
            CASE WHEN query_embedding IS NULL THEN NULL
                 ELSE 1 - (s.window_embedding <=> query_embedding)::float8 END,
            coalesce(m.score, 0), coalesce(m.terms, '{}'), coalesce(m.idfs, '{}'),
-           h.rank, h.dense_rank, h.bm25_rank, h.rrf_score, total_idf
+           h.rank, h.dense_rank, h.bm25_rank, h.rrf_score, total_idf,
+           CASE WHEN s.ordinal < sec.last_sentence AND s.gap ~ '[^[:space:]]' THEN s.gap END
     FROM cand s
-    CROSS JOIN LATERAL (SELECT sec.heading_path FROM windowrag.sections sec WHERE sec.id = s.section_id OFFSET 0) sec
+    CROSS JOIN LATERAL (SELECT sec.heading_path, sec.last_sentence FROM windowrag.sections sec
+                        WHERE sec.id = s.section_id OFFSET 0) sec
     CROSS JOIN LATERAL (SELECT d.external_id, d.title FROM windowrag.documents d WHERE d.id = s.document_id OFFSET 0) d
     LEFT JOIN hits h ON h.sentence_id = s.id
     LEFT JOIN LATERAL (

@@ -366,6 +366,24 @@ def test_the_token_budget_holds_for_the_text_between_sentences(conn, collection_
         assert all(stored[c.citation.start_char:c.citation.end_char] == c.text for c in result.contexts)
 
 
+def test_the_selection_counts_the_text_between_sentences_when_it_plans(conn, collection_name, embedder):
+    """The selection counted sentences alone and the budget was held afterwards by cutting
+    contexts short: a run across the table's wide |---| row was chosen, then lost sentences.
+    Now the runs it plans are the contexts sent, their tokens with the markup inside them."""
+    dashes = "-" * 150
+    text = ("# Hotel rates\n\nRates are reviewed every year by the travel team.\n\n"
+            f"| City | Nightly rate |\n|{dashes}|{dashes}|\n| Paris | 210 EUR |\n| Lyon | 140 EUR |\n\n"
+            "Book through the travel portal.\n")
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
+        [SourceDocument(external_id="rates", format="markdown", text=text)])
+    result = Pipeline(conn, collection=collection_name, embedder=embedder).search(
+        "nightly hotel rate in Paris", token_budget=100, min_relevance=None)
+    planned = [(s["first_ordinal"], s["last_ordinal"], s["tokens"]) for s in result.trace["segments"]]
+    sent = [(c.citation.first_ordinal, c.citation.last_ordinal, c.token_count) for c in result.contexts]
+    assert sorted(planned) == sorted(sent) and sum(t for *_, t in sent) <= 100
+    assert any("| Paris | 210 EUR |" in c.text for c in result.contexts)
+
+
 @pytest.mark.parametrize("selection", ["segments", "windows"])
 def test_a_document_replaced_during_a_search_never_lends_its_place_to_another(conn, collection_name, embedder,
                                                                               selection):

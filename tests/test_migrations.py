@@ -397,3 +397,31 @@ def test_0027_arguments_checked_and_max_sentences_cuts_down_and_up(db_url, embed
         with pytest.raises(psycopg.errors.NullValueNotAllowed):
             conn.execute(windows.format("").replace("k => 1", "k => NULL"), [vector])
         assert conn.execute(windows.format(""), [vector]).fetchall() == at_head
+
+
+def test_0028_candidate_sentences_returns_the_gaps_down_and_up(db_url, embedder):
+    """0028: candidate_sentences gives each sentence's gap (the Markdown between it and the next
+    sentence of its section, NULL for whitespace or at the section's end); the downgrade gives back
+    0027's function (no gap column) with its comment, the upgrade the live one; the other columns
+    are the same rows throughout."""
+    text = ("# Rates\n\nRates are set every year.\n\n- Paris is 210 EUR a night.\n- Lyon is 140 EUR a night.\n\n"
+            "Book through the portal.\n\n## Travel\n\nTrains are booked by the travel team.\n")
+    with scratch_database(db_url, "migration_0028_test") as url, db.connect(url, autocommit=True) as conn:
+        Ingestor(conn, collection="many", embedder=embedder).ingest([
+            SourceDocument(external_id="rates", format="markdown", text=text)])
+        vector = str(embedder.embed_query("hotel rate in Paris").tolist())
+        query = ("SELECT * FROM windowrag.candidate_sentences('many', 'hotel rate in Paris', %s::vector) "
+                 "ORDER BY ordinal")
+        at_head = conn.execute(query, [vector]).fetchall()
+        gaps = {row[5]: row[-1] for row in at_head}  # ordinal → gap
+        assert gaps[1] == "\n\n- " and gaps[2] == "\n- "  # list markers between sentences of a section
+        assert gaps[3] is None  # "\n\n": whitespace only
+        assert gaps[4] is None  # the end of its section: the next heading is not a gap
+        db.downgrade(conn, "0027")
+        at_0027 = conn.execute(query, [vector]).fetchall()
+        assert [row[:-1] for row in at_head] == at_0027
+        comment = "SELECT obj_description('windowrag.candidate_sentences'::regproc, 'pg_proc')"
+        assert "matched query terms and ranks." in conn.execute(comment).fetchone()[0]
+        db.upgrade(conn)
+        assert conn.execute(query, [vector]).fetchall() == at_head
+        assert "(gap)" in conn.execute(comment).fetchone()[0]

@@ -13,17 +13,22 @@ from windowrag_pg.segment.select import choose_segments, run_breaks, select_runs
 from windowrag_pg.segment.values import CandidateSentence, FEATURES, feature_matrix, sentence_probabilities
 
 
-def brute_force(values, tokens, continues, budget, max_segments):
-    """Best (total value, tokens) over every subset of candidates that fits."""
+def brute_force(values, tokens, continues, budget, max_segments, gaps=None):
+    """Best (total value, tokens) over every subset of candidates that fits, each two adjacent
+    sent candidates of a section either in one run (the gap after the first spent) or in two."""
     n, best = len(values), (0.0, 0)
+    gaps = gaps or [0] * n
     for mask in itertools.product([False, True], repeat=n):
         chosen = [i for i in range(n) if mask[i]]
-        used = sum(tokens[i] for i in chosen)
-        runs = sum(1 for j, i in enumerate(chosen) if j == 0 or not (chosen[j - 1] == i - 1 and continues[i]))
-        if chosen and used <= budget and runs <= max_segments:
-            total = sum(values[i] for i in chosen)
-            if total > best[0] + 1e-9 or (abs(total - best[0]) <= 1e-9 and used < best[1]):
-                best = (total, used)
+        adjacent = [i for j, i in enumerate(chosen) if j > 0 and chosen[j - 1] == i - 1 and continues[i]]
+        for joins in itertools.product([False, True], repeat=len(adjacent)):
+            joined = [i for i, join in zip(adjacent, joins) if join]
+            used = sum(tokens[i] for i in chosen) + sum(gaps[i - 1] for i in joined)
+            runs = len(chosen) - len(joined)
+            if chosen and used <= budget and runs <= max_segments:
+                total = sum(values[i] for i in chosen)
+                if total > best[0] + 1e-9 or (abs(total - best[0]) <= 1e-9 and used < best[1]):
+                    best = (total, used)
     return best
 
 
@@ -42,6 +47,38 @@ def test_runs_are_the_exact_optimum_within_the_budget(cands, budget, max_segment
     for a, b in zip(runs, runs[1:]):  # in document order, never overlapping
         assert a.end <= b.start
     assert sum(r.value for r in runs) == pytest.approx(brute_force(values, tokens, continues, budget, max_segments)[0])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1, 1), st.integers(0, 40), st.booleans(), st.integers(0, 30)),
+                min_size=1, max_size=8),
+       st.integers(1, 150), st.integers(1, 3))
+def test_runs_pay_for_the_text_between_their_sentences(cands, budget, max_segments):
+    values = [round(v, 3) for v, _, _, _ in cands]
+    tokens = [t for _, t, _, _ in cands]
+    continues = [c for _, _, c, _ in cands]
+    gaps = [g for _, _, _, g in cands]
+    runs = select_runs(values, tokens, continues, budget=budget, max_segments=max_segments, gaps=gaps)
+    for run in runs:  # a run's tokens are its sentences' and the gaps inside it
+        assert run.tokens == sum(tokens[run.start:run.end]) + sum(gaps[run.start:run.end - 1])
+    assert sum(r.tokens for r in runs) <= budget
+    best = brute_force(values, tokens, continues, budget, max_segments, gaps)
+    assert sum(r.value for r in runs) == pytest.approx(best[0])
+
+
+def test_markup_between_sentences_can_make_two_runs_cheaper_than_one():
+    # a table's header and first row, a 60-token |---| rule between them, then a second row
+    values, tokens, continues, gaps = [0.5, 0.5, 0.5], [20, 20, 20], [False, True, True], [60, 0, 0]
+    runs = select_runs(values, tokens, continues, budget=70, max_segments=3, gaps=gaps)
+    assert [(r.start, r.end, r.tokens) for r in runs] == [(0, 1, 20), (1, 3, 40)]  # the rule left out
+    # blind to the gap, the one run of 60 tokens would be chosen, and send 120
+    assert [(r.start, r.end) for r in select_runs(values, tokens, continues, budget=70, max_segments=3)] == [(0, 3)]
+    # with one run allowed, the rule is not worth sending: two of the sentences instead of three
+    runs = select_runs(values, tokens, continues, budget=70, max_segments=1, gaps=gaps)
+    assert [(r.start, r.end, r.tokens) for r in runs] == [(1, 3, 40)]
+    # whitespace between sentences (no gap tokens) never splits a run
+    runs = select_runs([0.5] * 4, [20] * 4, [False, True, True, True], budget=100, max_segments=4, gaps=[0] * 4)
+    assert [(r.start, r.end) for r in runs] == [(0, 4)]
 
 
 def test_large_budgets_round_token_costs_up_and_never_exceed():
@@ -130,13 +167,18 @@ def test_relevance_separates_an_answerable_query_from_an_off_topic_one():
 
 
 @settings(max_examples=200, deadline=None)
-@given(cands=st.lists(st.tuples(st.floats(-1, 1), st.integers(1, 60), st.booleans()), min_size=1, max_size=14),
+@given(cands=st.lists(st.tuples(st.floats(-1, 1), st.integers(1, 60), st.booleans(), st.integers(0, 20)),
+                     min_size=1, max_size=14),
        budget=st.integers(0, 300), max_segments=st.integers(1, 4), window=st.integers(0, 3))
 def test_windows_by_value_keep_the_budget_the_runs_and_the_breaks(cands, budget, max_segments, window):
     values = np.array([c[0] for c in cands])
     tokens = np.array([c[1] for c in cands])
     continues = np.array([False] + [c[2] for c in cands[1:]])
-    runs = windows_by_value(values, tokens, continues, budget=budget, max_segments=max_segments, window=window)
+    gaps = np.array([c[3] for c in cands])
+    runs = windows_by_value(values, tokens, continues, budget=budget, max_segments=max_segments, window=window,
+                            gaps=gaps)
+    for r in runs:
+        assert r.tokens == tokens[r.start:r.end].sum() + gaps[r.start:r.end - 1].sum()
     assert sum(r.tokens for r in runs) <= budget and len(runs) <= max_segments
     for a, b in zip(runs, runs[1:]):
         assert a.end <= b.start and not (a.end == b.start and continues[b.start])  # disjoint, not touching

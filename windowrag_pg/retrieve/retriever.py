@@ -255,14 +255,15 @@ class Retriever:
         if not rows and (yield from self._replaced_steps(target)):  # searched with a stale model: again
             return (yield from self.candidates_steps(query, options, filters=filters, collection=collection,
                                                      query_embedding=query_embedding))
-        candidates = candidates_from_rows(query, rows, timings)
+        count_tokens = self._token_counter(target)
+        candidates = candidates_from_rows(query, rows, timings, count_tokens=count_tokens)
         # only with the collection's own model (a caller's vector may come from elsewhere)
         own = self._embedder if self._embedder is not None else self._models.get(target.embedding_model)
         if embedding is not None and own is not None and own.model_id == target.embedding_model:
             candidates.background = background_similarity(own, embedding)
         if filters and not rows:
             candidates.notes.extend((yield from unmatched_filter_steps(target, filters)))
-        candidates.count_tokens = self._token_counter(target)
+        candidates.count_tokens = count_tokens
         return candidates
 
     def _token_counter(self, target: Collection) -> Callable[[Sequence[str]], list[int]] | None:
@@ -373,21 +374,27 @@ def _context(row) -> Context:
     )
 
 
-def candidates_from_rows(query: str, rows, timings_ms: dict[str, float]) -> Candidates:
+def candidates_from_rows(query: str, rows, timings_ms: dict[str, float], *,
+                         count_tokens: Callable[[Sequence[str]], list[int]] | None = None) -> Candidates:
+    """Candidates from rows of sql/candidate_sentences.sql; their gaps' tokens counted by
+    COUNT_TOKENS (None: gaps count as nothing, and fit_token_budget holds the budget after)."""
+    gaps = [row[-1] for row in rows if row[-1]]
+    gap_tokens = iter(count_tokens(gaps) if gaps and count_tokens is not None else [0] * len(gaps))
     sentences: list[CandidateSentence] = []
     documents: dict[int, tuple[str, str | None]] = {}
     sections: dict[int, list[str]] = {}
     hits: dict[tuple[int, int], Hit] = {}
     query_idf = 0.0
     for (doc_key, external_id, title, section_id, section_path, ordinal, start, end, tokens, page, cosine,
-         window_cosine, bm25, terms, idfs, fused_rank, dense_rank, bm25_rank, rrf_score, total_idf) in rows:
+         window_cosine, bm25, terms, idfs, fused_rank, dense_rank, bm25_rank, rrf_score, total_idf, gap) in rows:
         query_idf = float(total_idf or 0.0)
         documents[doc_key] = (external_id, title)
         sections[section_id] = list(section_path or [])
         sentences.append(CandidateSentence(
             document_key=doc_key, section_id=section_id, ordinal=ordinal, start_char=start, end_char=end,
             token_count=int(tokens), cosine=cosine, window_cosine=window_cosine, bm25=float(bm25),
-            fused_rank=fused_rank, terms=tuple(zip(terms, idfs)), page=page))
+            fused_rank=fused_rank, terms=tuple(zip(terms, idfs)), page=page,
+            gap_tokens=next(gap_tokens) if gap else 0))
         if fused_rank is not None:
             hits[(doc_key, ordinal)] = Hit(ordinal, dense_rank, bm25_rank, float(rrf_score))
     return Candidates(query=query, sentences=sentences, documents=documents, section_paths=sections,

@@ -10,8 +10,13 @@ at most ``max_segments`` runs that do not overlap, never cross a break, and hold
     opened[i][j][c] = the same with sentence i sent (it ends or continues run j)
 
     closed[i] = max(closed[i-1], opened[i-1])
-    opened[i][j][c] = value[i] + max(opened[i-1][j][c - cost[i]]        if i continues i-1,
-                                     closed[i][j-1][c - cost[i]])        (a new run)
+    opened[i][j][c] = value[i] + max(opened[i-1][j][c - cost[i] - gap[i-1]]   if i continues i-1,
+                                     closed[i][j-1][c - cost[i]])             (a new run)
+
+``gap[i-1]`` is the tokens of the document's text between sentences i-1 and i (Markdown list
+markers, a table's |---| row, tags of raw HTML): a run sends it; two runs, one ending at i-1 and
+the next starting at i, do not (two contexts, the markup between them left out). Without gaps
+that split never pays (ties go to fewer runs).
 
 One vectorised step per sentence over the (runs × token units) table: O(n · k · B) work.
 Token counts are rounded UP to units of ``ceil(budget / max_units)`` tokens when the budget is
@@ -46,22 +51,25 @@ class Run(NamedTuple):
 
 
 def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, budget: int,
-                max_segments: int, max_units: int = MAX_UNITS) -> list[Run]:
+                max_segments: int, gaps: ArrayLike | None = None, max_units: int = MAX_UNITS) -> list[Run]:
     """The set of at most MAX_SEGMENTS runs with the largest total value within BUDGET tokens.
 
     ``continues[i]`` is True when candidate i may extend a run that holds candidate i - 1
-    (``continues[0]`` is ignored). Runs come in document order; an empty list means no run
-    is worth more than nothing.
+    (``continues[0]`` is ignored). ``gaps[i]`` is the tokens between candidate i and the next
+    one, spent when a run holds both (none when not given). Runs come in document order, their
+    tokens with the gaps inside them; an empty list means no run is worth more than nothing.
     """
     v = np.asarray(values, dtype=np.float64)
     t = np.asarray(tokens, dtype=np.int64)
     cont = np.asarray(continues, dtype=bool)
+    g = np.zeros_like(t) if gaps is None else np.asarray(gaps, dtype=np.int64)
     n = v.size
-    if v.ndim != 1 or t.shape != v.shape or cont.shape != v.shape:
-        raise ValueError(f"values {v.shape}, tokens {t.shape} and continues {cont.shape} must be equal 1-d shapes")
+    if v.ndim != 1 or t.shape != v.shape or cont.shape != v.shape or g.shape != v.shape:
+        raise ValueError(f"values {v.shape}, tokens {t.shape}, continues {cont.shape} and gaps {g.shape} "
+                         "must be equal 1-d shapes")
     if not np.all(np.isfinite(v)):
         raise ValueError("values must be finite")
-    if n and t.min() < 0:
+    if n and (t.min() < 0 or g.min() < 0):
         raise ValueError("token counts must be >= 0")
     if not isinstance(budget, int) or budget < 1:
         raise ValueError(f"budget must be a positive integer of tokens, not {budget!r}")
@@ -72,7 +80,11 @@ def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, b
 
     unit = max(1, math.ceil(budget / max_units))
     cap = budget // unit
-    cost = -(-t // unit)  # ceil: rounding up never lets the real total pass the budget
+    # ceil: rounding up never lets the real total pass the budget
+    cost = -(-t // unit)
+    # a continuation also sends the gap before it (rounded up with the sentence)
+    cost_on = cost.copy()
+    cost_on[1:] = -(-(t[1:] + g[:-1]) // unit)
     k = max_segments
     closed = np.full((k + 1, cap + 1), -np.inf)
     closed[0, 0] = 0.0
@@ -85,20 +97,17 @@ def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, b
     for i in range(n):
         np.greater(opened, closed, out=from_open[i])
         np.maximum(closed, opened, out=closed)  # closed[i]: sentence i not sent
-        c = int(cost[i])
-        if c > cap:
-            opened_now.fill(-np.inf)
-        else:
-            width = cap + 1 - c
-            opened_now[0] = -np.inf  # no run is open with 0 runs
-            opened_now[:, :c] = -np.inf
-            new = opened_now[:, c:]
-            np.add(closed[:-1, :width], v[i], out=new[1:])  # a new run
-            if i > 0 and cont[i]:
-                grown = longer[:, :width]
-                np.add(opened[:, :width], v[i], out=grown)  # the run of i - 1 goes on
-                np.greater(grown, new, out=extended[i, :, c:])
-                np.maximum(new, grown, out=new)
+        c, on = int(cost[i]), int(cost_on[i])
+        opened_now.fill(-np.inf)  # row 0 stays so: no run is open with 0 runs
+        if c <= cap:
+            # a new run, also right after a sent sentence: two runs skip the gap between them
+            np.add(closed[:-1, :cap + 1 - c], v[i], out=opened_now[1:, c:])
+        if i > 0 and cont[i] and on <= cap:
+            grown = longer[:, :cap + 1 - on]
+            np.add(opened[:, :cap + 1 - on], v[i], out=grown)  # the run of i - 1 goes on
+            here = opened_now[:, on:]
+            np.greater(grown, here, out=extended[i, :, on:])
+            np.maximum(here, grown, out=here)
         opened, opened_now = opened_now, opened
 
     final = np.maximum(closed, opened)
@@ -117,7 +126,7 @@ def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, b
         if state_open:
             chosen[i] = True
             if extended[i, j, c]:
-                c -= int(cost[i])
+                c -= int(cost_on[i])
                 i -= 1
                 continue  # still open at i - 1
             starts[i] = True
@@ -130,10 +139,11 @@ def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, b
             continue
         state_open = bool(from_open[i, j, c])
         i -= 1
-    return _runs(chosen, starts, v, t)
+    return _runs(chosen, starts, v, t, g)
 
 
-def _runs(chosen: np.ndarray, starts: np.ndarray, values: np.ndarray, tokens: np.ndarray) -> list[Run]:
+def _runs(chosen: np.ndarray, starts: np.ndarray, values: np.ndarray, tokens: np.ndarray,
+          gaps: np.ndarray) -> list[Run]:
     runs: list[Run] = []
     i, n = 0, chosen.size
     while i < n:
@@ -143,29 +153,30 @@ def _runs(chosen: np.ndarray, starts: np.ndarray, values: np.ndarray, tokens: np
         end = i + 1
         while end < n and chosen[end] and not starts[end]:
             end += 1
-        runs.append(Run(i, end, float(values[i:end].sum()), int(tokens[i:end].sum())))
+        runs.append(Run(i, end, float(values[i:end].sum()), int(tokens[i:end].sum() + gaps[i:end - 1].sum())))
         i = end
     return runs
 
 
 def windows_by_value(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, budget: int,
-                     max_segments: int, window: int) -> list[Run]:
+                     max_segments: int, window: int, gaps: ArrayLike | None = None) -> list[Run]:
     """RSE off, for comparison: the same sentence values, but fixed windows instead of the best runs.
 
     Sentences are taken best first; each brings its ±``window`` neighbours (clamped at breaks),
     merged with chosen text it overlaps or touches. A window that would need a run beyond
-    ``max_segments`` is skipped; one that does not fit the budget is narrowed around its sentence
-    until it fits (skipped when the sentence alone does not). Runs in document order.
+    ``max_segments`` is skipped; one that does not fit the budget (its gaps counted as in
+    select_runs) is narrowed around its sentence until it fits (skipped when the sentence alone
+    does not). Runs in document order.
     """
     v = np.asarray(values, dtype=np.float64)
     t = np.asarray(tokens, dtype=np.int64)
     cont = np.asarray(continues, dtype=bool)
+    g = np.zeros_like(t) if gaps is None else np.asarray(gaps, dtype=np.int64)
     n = v.size
     if n == 0 or budget <= 0 or max_segments <= 0:
         return []
     group = np.cumsum(~cont)  # sentences that may share a run share a group number
     chosen = np.zeros(n, dtype=bool)
-    spent = 0
     for hit in np.argsort(-v, kind="stable"):
         if chosen[hit]:
             continue
@@ -173,16 +184,20 @@ def windows_by_value(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike,
             low, high = max(0, hit - width), min(n, hit + width + 1)
             inside = np.arange(low, high)
             inside = inside[group[inside] == group[hit]]
-            added = inside[~chosen[inside]]
             trial = chosen.copy()
-            trial[added] = True
-            if spent + int(t[added].sum()) > budget:
+            trial[inside] = True
+            if _tokens_sent(trial, t, g, cont) > budget:
                 continue  # narrower
             if _run_count(trial, cont) <= max_segments:
-                chosen, spent = trial, spent + int(t[added].sum())
+                chosen = trial
             break  # taken, or would be one run too many at any width
     starts = chosen & ~np.concatenate([[False], chosen[:-1] & cont[1:]])
-    return _runs(chosen, starts, v, t)
+    return _runs(chosen, starts, v, t, g)
+
+
+def _tokens_sent(chosen: np.ndarray, tokens: np.ndarray, gaps: np.ndarray, continues: np.ndarray) -> int:
+    joined = chosen[1:] & chosen[:-1] & continues[1:]  # the gap after i is sent when i + 1 goes on
+    return int(tokens[chosen].sum() + gaps[:-1][joined].sum())
 
 
 def _run_count(chosen: np.ndarray, continues: np.ndarray) -> int:
@@ -232,10 +247,12 @@ def choose_segments(candidates: Sequence[CandidateSentence], *, query_idf: float
         return Selection([], probabilities, relevance)
     tokens = np.asarray([c.token_count for c in candidates], dtype=np.int64)
     price = sentence_floor * float(probabilities.max()) * tokens / 32.0
+    gaps = np.asarray([c.gap_tokens for c in candidates], dtype=np.int64)
     continues = run_breaks([(c.document_key, c.section_id) for c in candidates], [c.ordinal for c in candidates])
     if window is not None:
         runs = windows_by_value(probabilities - price, tokens, continues, budget=budget,
-                                max_segments=max_segments, window=window)
+                                max_segments=max_segments, window=window, gaps=gaps)
     else:
-        runs = select_runs(probabilities - price, tokens, continues, budget=budget, max_segments=max_segments)
+        runs = select_runs(probabilities - price, tokens, continues, budget=budget, max_segments=max_segments,
+                           gaps=gaps)
     return Selection(runs, probabilities, relevance)

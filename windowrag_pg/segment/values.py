@@ -41,6 +41,9 @@ class CandidateSentence:
     # the query's lexemes this sentence holds, with their idf in the collection
     terms: tuple[tuple[str, float], ...] = ()
     page: int | None = None
+    # tokens of the document's text between it and the next sentence (Markdown markers, tags):
+    # sent when a run holds both (0 for whitespace)
+    gap_tokens: int = 0
 
 
 FEATURES = (
