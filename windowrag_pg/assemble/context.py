@@ -143,12 +143,14 @@ def fit_token_budget(contexts: Sequence[AssembledContext], *, budget: int,
                      count_tokens: Callable[[Sequence[str]], list[int]]) -> list[AssembledContext]:
     """CONTEXTS (text filled) held to BUDGET tokens of their whole text, counted by COUNT_TOKENS.
 
-    The selection counts each sentence's own tokens; a context also carries the text between its
-    sentences, which in Markdown can be a table's |---| row, a code fence or list markers (a
-    handbook page: 688 tokens counted, 1,274 sent for a budget of 700). Each context's
-    token_count becomes the count of its text; while the total is over, the least valuable
-    context (the later one on a tie) loses its last sentence, or goes when it has one left.
-    Plain text, whose gaps are whitespace, is never cut here.
+    A context also carries the text between its sentences, which in Markdown can be a table's
+    |---| row, a code fence or list markers (a handbook page: 688 tokens counted, 1,274 sent for
+    a budget of 700, when the selection counted sentences alone). Budget-first selection counts
+    those gaps since migration 0028; this check still holds the fixed windows and any count of a
+    whole text that differs from its parts. Each context's token_count becomes the count of its
+    text; while the total is over, the least valuable context (the later one on a tie) loses its
+    last sentence, or goes when it has one left. Plain text, whose gaps are whitespace, is never
+    cut here.
     """
     kept = list(contexts)
     tokens = count_tokens([c.text for c in kept]) if kept else []
