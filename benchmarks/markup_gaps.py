@@ -18,6 +18,7 @@ short. Abstention is off (every query gets its selection). Queries: JSON lines w
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 from contextlib import contextmanager
@@ -38,8 +39,13 @@ HERE = Path(__file__).resolve().parent
 def gaps_ignored():
     """The selection as it was: every gap counted as 0 tokens when it plans."""
     counted = retriever_module.candidates_from_rows
-    retriever_module.candidates_from_rows = lambda query, rows, timings, count_tokens=None: counted(
-        query, rows, timings, count_tokens=None)
+
+    def blind(query, rows, timings, count_tokens=None):
+        candidates = counted(query, rows, timings, count_tokens=count_tokens)
+        candidates.sentences = [dataclasses.replace(c, gap_tokens=0) for c in candidates.sentences]
+        return candidates
+
+    retriever_module.candidates_from_rows = blind
     try:
         yield
     finally:

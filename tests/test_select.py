@@ -9,19 +9,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowrag_pg.pipeline import PipelineOptions
-from windowrag_pg.segment.select import choose_segments, run_breaks, select_runs, windows_by_value
+from windowrag_pg.segment.select import MIN_SPLIT_GAP, choose_segments, run_breaks, select_runs, windows_by_value
 from windowrag_pg.segment.values import CandidateSentence, FEATURES, feature_matrix, sentence_probabilities
 
 
 def brute_force(values, tokens, continues, budget, max_segments, gaps=None):
     """Best (total value, tokens) over every subset of candidates that fits, each two adjacent
-    sent candidates of a section either in one run (the gap after the first spent) or in two."""
+    sent candidates of a section in one run (the gap after the first spent), or in two when the
+    gap is at least MIN_SPLIT_GAP."""
     n, best = len(values), (0.0, 0)
     gaps = gaps or [0] * n
     for mask in itertools.product([False, True], repeat=n):
         chosen = [i for i in range(n) if mask[i]]
         adjacent = [i for j, i in enumerate(chosen) if j > 0 and chosen[j - 1] == i - 1 and continues[i]]
         for joins in itertools.product([False, True], repeat=len(adjacent)):
+            if any(not join and gaps[i - 1] < MIN_SPLIT_GAP for i, join in zip(adjacent, joins)):
+                continue
             joined = [i for i, join in zip(adjacent, joins) if join]
             used = sum(tokens[i] for i in chosen) + sum(gaps[i - 1] for i in joined)
             runs = len(chosen) - len(joined)
@@ -76,9 +79,27 @@ def test_markup_between_sentences_can_make_two_runs_cheaper_than_one():
     # with one run allowed, the rule is not worth sending: two of the sentences instead of three
     runs = select_runs(values, tokens, continues, budget=70, max_segments=1, gaps=gaps)
     assert [(r.start, r.end, r.tokens) for r in runs] == [(1, 3, 40)]
-    # whitespace between sentences (no gap tokens) never splits a run
-    runs = select_runs([0.5] * 4, [20] * 4, [False, True, True, True], budget=100, max_segments=4, gaps=[0] * 4)
-    assert [(r.start, r.end) for r in runs] == [(0, 4)]
+    # a small gap (a list marker) is sent, or a sentence is left out: never two touching contexts
+    # for less than a citation line costs
+    runs = select_runs([0.5, 0.5], [20, 20], [False, True], budget=41, max_segments=2, gaps=[2, 0])
+    assert [(r.end - r.start, r.tokens) for r in runs] == [(1, 20)]  # both with the marker: 42 tokens
+    runs = select_runs([0.5, 0.5], [20, 20], [False, True], budget=41, max_segments=2,
+                       gaps=[MIN_SPLIT_GAP, 0])
+    assert [(r.start, r.end, r.tokens) for r in runs] == [(0, 1, 20), (1, 2, 20)]
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(gaps=[1, 2]), "must be equal 1-d shapes"), (dict(gaps=[0, -1, 0]), "gaps must be >= 0"),
+    (dict(gaps=[0.5, 0, 0]), "gaps must be whole numbers"), (dict(tokens=[1, -2, 3]), "tokens must be >= 0"),
+])
+def test_bad_token_counts_are_named(bad, message):
+    arguments = dict(values=[0.5, 0.5, 0.5], tokens=[1, 2, 3], continues=[False, True, True]) | bad
+    with pytest.raises(ValueError, match=message):
+        select_runs(**arguments, budget=10, max_segments=2)
+    with pytest.raises(ValueError, match=message):
+        windows_by_value(**arguments, budget=10, max_segments=2, window=1)
+    huge = select_runs([0.5, 0.5], [5, 5], [False, True], budget=100, max_segments=1, gaps=[2 ** 62, 0])
+    assert len(huge) == 1 and huge[0].tokens == 5  # a gap past any budget is never sent
 
 
 def test_large_budgets_round_token_costs_up_and_never_exceed():
@@ -229,3 +250,31 @@ def test_relevance_falls_as_the_query_background_rises():
     bm25_only = [candidate(o, None, rank=o + 1, bm25=3.0, terms=(("notice", 3.0),)) for o in range(4)]
     assert query_relevance(bm25_only, query_idf=6.0, background=0.30) == \
         query_relevance(bm25_only, query_idf=6.0, background=0.45)  # no cosine to compare
+
+
+def test_gap_tokens_are_counted_or_bounded_from_above():
+    """Gaps are tokenized when short; a huge one (a base64 image in raw HTML) and any gap without
+    the collection's tokenizer count their non-space UTF-8 bytes, never fewer than their tokens."""
+    from windowrag_pg.embed import get_embedder
+    from windowrag_pg.retrieve.retriever import MAX_COUNTED_GAP, candidates_from_rows
+
+    def row(ordinal, gap):
+        return (1, "doc", None, 1, [], ordinal, ordinal * 10, ordinal * 10 + 9, 5, None, 0.5, 0.5, 0.0, [], [],
+                None, None, None, None, 3.0, gap)
+
+    image = '<img src="data:image/png;base64,' + "QUJD" * MAX_COUNTED_GAP + '">'
+    gaps = ["\n\n- ", "</td>\n<td>", "|---|---|\n| é ", image, None]
+    tokenizer = get_embedder().count_tokens
+    read: list[str] = []
+
+    def counting(texts):
+        read.extend(texts)
+        return tokenizer(texts)
+
+    rows = [row(i, gap) for i, gap in enumerate(gaps)]
+    counted = [c.gap_tokens for c in candidates_from_rows("q", rows, {}, count_tokens=counting).sentences]
+    assert counted[:3] == tokenizer(gaps[:3]) and counted[4] == 0
+    assert image not in read and counted[3] == len(image.replace(" ", "")) >= tokenizer([image])[0]
+    bounded = [c.gap_tokens for c in candidates_from_rows("q", rows, {}).sentences]
+    assert bounded == [1, 9, 12, counted[3], 0]  # "é" is two bytes
+    assert all(b >= c for b, c in zip(bounded, counted))

@@ -12,7 +12,10 @@ more than whitespace (column `gap`, NULL otherwise; sentences written before 001
 gap and give NULL); the pipeline counts its tokens and charges a run for the gaps inside it.
 No table, index or row changes. The result type changes, so the function is dropped and made
 again: the upgrade installs sql/functions.sql and runs sql/comments.sql again; the downgrade
-re-installs 0027's function with its comment (migrations/versions/0028_functions.sql).
+re-installs 0027's function with its comment (migrations/versions/0028_functions.sql). A user's
+view over candidate_sentences makes Postgres refuse the drop (DependentObjectsStillExist; the
+upgrade rolls back, nothing changed): not CASCADE, which would drop the view unasked (README,
+"Configuration").
 """
 from alembic import op
 

@@ -374,12 +374,22 @@ def _context(row) -> Context:
     )
 
 
+# gaps up to this many characters are tokenized; longer ones count their non-space characters
+MAX_COUNTED_GAP = 2_000
+
+
 def candidates_from_rows(query: str, rows, timings_ms: dict[str, float], *,
                          count_tokens: Callable[[Sequence[str]], list[int]] | None = None) -> Candidates:
     """Candidates from rows of sql/candidate_sentences.sql; their gaps' tokens counted by
-    COUNT_TOKENS (None: gaps count as nothing, and fit_token_budget holds the budget after)."""
+    COUNT_TOKENS. A gap longer than MAX_COUNTED_GAP characters, or any gap without COUNT_TOKENS,
+    counts the UTF-8 bytes of its characters that are not spaces: at least its tokens for
+    WordPiece and byte-level BPE tokenizers (a token holds a byte or more), so the budget holds;
+    and a 1 MB base64 image in raw HTML is not tokenized on every query."""
     gaps = [row[-1] for row in rows if row[-1]]
-    gap_tokens = iter(count_tokens(gaps) if gaps and count_tokens is not None else [0] * len(gaps))
+    counted = [g for g in gaps if len(g) <= MAX_COUNTED_GAP] if count_tokens is not None else []
+    exact = iter(count_tokens(counted) if counted else [])
+    gap_tokens = iter([next(exact) if count_tokens is not None and len(g) <= MAX_COUNTED_GAP
+                       else len("".join(g.split()).encode("utf-8")) for g in gaps])
     sentences: list[CandidateSentence] = []
     documents: dict[int, tuple[str, str | None]] = {}
     sections: dict[int, list[str]] = {}

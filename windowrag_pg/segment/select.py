@@ -15,8 +15,8 @@ at most ``max_segments`` runs that do not overlap, never cross a break, and hold
 
 ``gap[i-1]`` is the tokens of the document's text between sentences i-1 and i (Markdown list
 markers, a table's |---| row, tags of raw HTML): a run sends it; two runs, one ending at i-1 and
-the next starting at i, do not (two contexts, the markup between them left out). Without gaps
-that split never pays (ties go to fewer runs).
+the next starting at i, do not (two contexts, the markup between them left out) — allowed only
+for a gap of at least MIN_SPLIT_GAP tokens; otherwise a new run starts after a sentence not sent.
 
 One vectorised step per sentence over the (runs × token units) table: O(n · k · B) work.
 Token counts are rounded UP to units of ``ceil(budget / max_units)`` tokens when the budget is
@@ -39,6 +39,9 @@ __all__ = ["Run", "Selection", "choose_segments", "run_breaks", "select_runs", "
 
 # the token axis of the table holds at most this many units (a 2,048-token budget: 4 tokens a unit)
 MAX_UNITS = 512
+# the smallest gap two touching runs may leave out (a context's citation line in format_context,
+# "[n] Title [doc-id] › Section, chars a–b", is about as long)
+MIN_SPLIT_GAP = 16
 
 
 class Run(NamedTuple):
@@ -59,18 +62,8 @@ def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, b
     one, spent when a run holds both (none when not given). Runs come in document order, their
     tokens with the gaps inside them; an empty list means no run is worth more than nothing.
     """
-    v = np.asarray(values, dtype=np.float64)
-    t = np.asarray(tokens, dtype=np.int64)
-    cont = np.asarray(continues, dtype=bool)
-    g = np.zeros_like(t) if gaps is None else np.asarray(gaps, dtype=np.int64)
+    v, t, cont, g = _checked(values, tokens, continues, gaps)
     n = v.size
-    if v.ndim != 1 or t.shape != v.shape or cont.shape != v.shape or g.shape != v.shape:
-        raise ValueError(f"values {v.shape}, tokens {t.shape}, continues {cont.shape} and gaps {g.shape} "
-                         "must be equal 1-d shapes")
-    if not np.all(np.isfinite(v)):
-        raise ValueError("values must be finite")
-    if n and (t.min() < 0 or g.min() < 0):
-        raise ValueError("token counts must be >= 0")
     if not isinstance(budget, int) or budget < 1:
         raise ValueError(f"budget must be a positive integer of tokens, not {budget!r}")
     if not isinstance(max_segments, int) or max_segments < 1:
@@ -80,11 +73,16 @@ def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, b
 
     unit = max(1, math.ceil(budget / max_units))
     cap = budget // unit
+    t, g = np.minimum(t, budget + 1), np.minimum(g, budget + 1)  # past the budget all alike (no overflow)
     # ceil: rounding up never lets the real total pass the budget
     cost = -(-t // unit)
     # a continuation also sends the gap before it (rounded up with the sentence)
     cost_on = cost.copy()
     cost_on[1:] = -(-(t[1:] + g[:-1]) // unit)
+    # two runs that touch (the second starts right after the first) only to leave out a gap of
+    # at least MIN_SPLIT_GAP tokens: below it, a second citation costs the reader more
+    splits = np.zeros(n, dtype=bool)
+    splits[1:] = g[:-1] >= MIN_SPLIT_GAP
     k = max_segments
     closed = np.full((k + 1, cap + 1), -np.inf)
     closed[0, 0] = 0.0
@@ -95,13 +93,17 @@ def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, b
     extended = np.zeros((n, k + 1, cap + 1), dtype=bool)
     from_open = np.zeros((n, k + 1, cap + 1), dtype=bool)
     for i in range(n):
-        np.greater(opened, closed, out=from_open[i])
-        np.maximum(closed, opened, out=closed)  # closed[i]: sentence i not sent
         c, on = int(cost[i]), int(cost_on[i])
         opened_now.fill(-np.inf)  # row 0 stays so: no run is open with 0 runs
-        if c <= cap:
-            # a new run, also right after a sent sentence: two runs skip the gap between them
-            np.add(closed[:-1, :cap + 1 - c], v[i], out=opened_now[1:, c:])
+        # a new run starts after a sentence not sent, or right after one it could continue when
+        # the gap between them is worth a second context
+        after_unsent = i > 0 and bool(cont[i]) and not splits[i]
+        if after_unsent and c <= cap:
+            np.add(closed[:-1, :cap + 1 - c], v[i], out=opened_now[1:, c:])  # closed: i - 1 not sent
+        np.greater(opened, closed, out=from_open[i])
+        np.maximum(closed, opened, out=closed)  # closed[i]: sentence i not sent
+        if not after_unsent and c <= cap:
+            np.add(closed[:-1, :cap + 1 - c], v[i], out=opened_now[1:, c:])  # a new run
         if i > 0 and cont[i] and on <= cap:
             grown = longer[:, :cap + 1 - on]
             np.add(opened[:, :cap + 1 - on], v[i], out=grown)  # the run of i - 1 goes on
@@ -132,14 +134,38 @@ def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, b
             starts[i] = True
             c -= int(cost[i])
             j -= 1
-            # the run began at i: before it, the best of closed/opened at i - 1
+            # the run began at i: before it, i - 1 not sent, or (at a break or a gap worth a
+            # second context) the best of closed/opened at i - 1
             i -= 1
             if i >= 0:
-                state_open = bool(from_open[i + 1, j, c])
+                state_open = False if (cont[i + 1] and not splits[i + 1]) else bool(from_open[i + 1, j, c])
             continue
         state_open = bool(from_open[i, j, c])
         i -= 1
     return _runs(chosen, starts, v, t, g)
+
+
+def _checked(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike,
+             gaps: ArrayLike | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The inputs of select_runs / windows_by_value as arrays, or ValueError naming the bad one."""
+    v = np.asarray(values, dtype=np.float64)
+    arrays = {"tokens": tokens, "gaps": np.zeros(v.shape, dtype=np.int64) if gaps is None else gaps}
+    counts = {}
+    for name, given in arrays.items():
+        raw = np.asarray(given)
+        if raw.size and (raw.dtype.kind not in "iuf" or not np.all(np.isfinite(raw)) or np.any(raw != np.round(raw))):
+            raise ValueError(f"{name} must be whole numbers of tokens")
+        if raw.size and raw.min() < 0:
+            raise ValueError(f"{name} must be >= 0 tokens, not {raw.min()}")
+        counts[name] = np.minimum(raw, np.iinfo(np.int64).max // 4).astype(np.int64)
+    t, g = counts["tokens"], counts["gaps"]
+    cont = np.asarray(continues, dtype=bool)
+    if v.ndim != 1 or t.shape != v.shape or cont.shape != v.shape or g.shape != v.shape:
+        raise ValueError(f"values {v.shape}, tokens {t.shape}, continues {cont.shape} and gaps {g.shape} "
+                         "must be equal 1-d shapes")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("values must be finite")
+    return v, t, cont, g
 
 
 def _runs(chosen: np.ndarray, starts: np.ndarray, values: np.ndarray, tokens: np.ndarray,
@@ -168,10 +194,7 @@ def windows_by_value(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike,
     select_runs) is narrowed around its sentence until it fits (skipped when the sentence alone
     does not). Runs in document order.
     """
-    v = np.asarray(values, dtype=np.float64)
-    t = np.asarray(tokens, dtype=np.int64)
-    cont = np.asarray(continues, dtype=bool)
-    g = np.zeros_like(t) if gaps is None else np.asarray(gaps, dtype=np.int64)
+    v, t, cont, g = _checked(values, tokens, continues, gaps)
     n = v.size
     if n == 0 or budget <= 0 or max_segments <= 0:
         return []
