@@ -1,6 +1,8 @@
 """Context assembly: pure functions, no database."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from windowrag_pg.assemble.context import (
@@ -129,3 +131,10 @@ def test_fit_token_budget_counts_the_text_between_sentences():
     plain = "One two three. Four five six."  # whitespace between: nothing to cut
     untouched = fit_token_budget([_context(plain, [(0, 14), (15, 29)], 0.5)], budget=6, count_tokens=words)
     assert untouched[0].text == plain and untouched[0].token_count == 6
+
+
+def test_a_citation_names_one_page_once():
+    one = Citation(document_id="d", title="T", section_path=(), start_char=0, end_char=9, first_ordinal=0,
+                   last_ordinal=1, pages=(11,))
+    assert one.label().endswith(", p. 11")  # was "p. 11-11"
+    assert replace(one, pages=(3, 4)).label().endswith(", p. 3-4")

@@ -466,6 +466,112 @@ def test_pdf_lines_are_grouped_into_paragraphs() -> None:
     assert texts == ["Heading line", long_sentence, "Next block."]
 
 
+def test_pdf_page_numbers_and_running_headers_are_left_out() -> None:
+    from fpdf import FPDF
+
+    class Handbook(FPDF):
+        def header(self):
+            self.set_font("helvetica", size=9)
+            self.cell(0, 8, "ACME Corp - Employee Handbook - Confidential", new_x="LMARGIN", new_y="NEXT")
+
+        def footer(self):
+            self.set_y(-15)
+            self.set_font("helvetica", size=9)
+            self.cell(0, 10, f"Page {self.page_no()} of {{nb}}", align="C")
+
+    pdf = Handbook()
+    bodies = ["1 Introduction", "Leave is accrued monthly.", "Expenses are paid within thirty days.",
+              "Laptops are replaced every three years."]
+    for body in bodies:
+        pdf.add_page()
+        pdf.set_font("helvetica", size=12)
+        pdf.multi_cell(0, 8, body)
+    doc = parse_pdf(bytes(pdf.output()))
+    units = split_units(doc)
+    assert_invariants(doc, units)
+    # the heading that starts with its page's number stays: the page prints its number in the footer
+    assert [(u.text, u.page) for u in units] == [(body, page) for page, body in enumerate(bodies, start=1)]
+
+
+def test_pdf_running_headers_with_the_printed_page_number_are_left_out() -> None:
+    from windowrag_pg.parse.pdf import without_page_furniture
+
+    chapters = {2: "Chapter 1: Setup", 3: "Chapter 1: Setup", 4: "Chapter 2: Usage", 5: "Chapter 2: Usage",
+                6: "Chapter 3: Limits"}
+    bodies = ["Install the package first.", "Then write the configuration file.", "Call the parser.",
+              "Read the result.", "Inputs over 4 GB are refused."]
+    pages = [(1, ["Libfoo manual", "", "by A. Author"])] + [
+        (page, [f"{chapter} {page - 1}", body]) for (page, chapter), body in zip(chapters.items(), bodies)]
+    kept = without_page_furniture(pages)
+    assert kept[0] == pages[0]
+    assert [lines for _, lines in kept[1:]] == [[body] for body in bodies]
+    # two pages are not a pattern: a first line that ends in a number is text
+    assert without_page_furniture(pages[:3])[1:] == pages[1:3]
+
+
+def test_a_sentence_cut_by_a_page_break_is_made_whole() -> None:
+    data = make_pdf(["Leave is accrued monthly. The parental leave benefit may be taken",
+                     "in one block or split into two. Another sentence follows."])
+    doc = parse_pdf(data)
+    units = split_units(doc)
+    assert_invariants(doc, units)
+    assert [(u.text, u.page) for u in units] == [
+        ("Leave is accrued monthly.", 1),
+        ("The parental leave benefit may be taken\nin one block or split into two.", 1),  # starts on page 1
+        ("Another sentence follows.", 2),
+    ]
+
+
+def test_pdf_outline_gives_sections_and_headings() -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=12)
+
+    def text(lines: str) -> None:
+        pdf.multi_cell(0, 8, lines, new_x="LMARGIN", new_y="NEXT")
+
+    pdf.add_page()
+    text("Contents\n1 Leave . . . . . . . . 1\n1.1 Carry-over . . . . . . . . 2\n2 Expenses . . . . . . . 2")
+    pdf.add_page()
+    pdf.start_section("1 Leave")
+    text("1 Leave\nLeave is accrued monthly.")
+    pdf.start_section("Carry-over", level=1)  # printed with its number, bookmarked without
+    text("1.1 Carry over\nFive days may be carried over.")
+    pdf.add_page()
+    pdf.start_section("2 Expenses")
+    text("Travel is booked early.\n2 Expenses\nClaims are paid within thirty days.")
+    pdf.start_section("3 Missing")  # no such printed line: no section
+    doc = parse_pdf(bytes(pdf.output()))
+    units = split_units(doc)
+    assert_invariants(doc, units)
+    paths = {u.text: doc.sections[u.section_ordinal].heading_path for u in units}
+    assert paths == {
+        "Contents": (), "1 Leave": ("1 Leave",), "Leave is accrued monthly.": ("1 Leave",),
+        "1.1 Carry over": ("1 Leave", "Carry-over"), "Five days may be carried over.": ("1 Leave", "Carry-over"),
+        "Travel is booked early.": ("1 Leave", "Carry-over"),
+        "2 Expenses": ("2 Expenses",), "Claims are paid within thirty days.": ("2 Expenses",),
+    }  # the contents' entries are left out (dot leaders); a heading is cut from the text before it
+    assert [u.kind for u in units if u.text[0].isdigit()] == ["heading"] * 3
+
+
+def test_pdf_hyphenated_line_ends_and_ligatures_are_joined() -> None:
+    from windowrag_pg.parse.pdf import _clean
+
+    lines = ["The configuration of the replication subsystem requires careful exam-",
+             "ination of the network topology before the administrator enables it.",
+             "Clients of the replication subsystem reach it through its JSON-",
+             "RPC endpoint, which stays as printed in the administration guide."]
+    units = split_units(parse_pdf(make_pdf(["\n".join(lines)])))
+    assert [u.text for u in units] == [
+        # the word joined, with the line break that followed its hyphen
+        "The configuration of the replication subsystem requires careful examination of the network topology "
+        "before the administrator enables it.",
+        "Clients of the replication subsystem reach it through its JSON-\n"  # upper case after it: as printed
+        "RPC endpoint, which stays as printed in the administration guide."]
+    assert _clean("\ufb01nance o\ufb03ce \ufb02ow") == "finance office flow"
+
+
 @pytest.mark.parametrize(
     "data", [b"not a pdf at all", b"%PDF-1.4\n1 0 obj garbage", b""], ids=["junk", "truncated", "empty"]
 )

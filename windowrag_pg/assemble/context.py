@@ -33,7 +33,7 @@ class Citation:
 
     def label(self) -> str:
         where = " › ".join(self.section_path)
-        pages = f", p. {'-'.join(str(p) for p in (self.pages[0], self.pages[-1]) if p)}" if self.pages else ""
+        pages = f", p. {'-'.join(dict.fromkeys(str(p) for p in (self.pages[0], self.pages[-1])))}" if self.pages else ""
         title = f"{self.title} " if self.title else ""
         return (f"{title}[{self.document_id}]{' › ' + where if where else ''}, "
                 f"chars {self.start_char}–{self.end_char}{pages}")
