@@ -555,6 +555,27 @@ def test_pdf_outline_gives_sections_and_headings() -> None:
     assert [u.kind for u in units if u.text[0].isdigit()] == ["heading"] * 3
 
 
+def test_one_wide_line_does_not_cut_a_page_of_narrower_lines() -> None:
+    # a title across two columns above lines a column wide: the lines are full, not short
+    title = "Quarterly report of the infrastructure and operations group for the third quarter"
+    column = ["The datacenter migration finished two", "weeks ahead of schedule and the old racks",
+              "were decommissioned in August. Power", "usage fell by eighteen percent compared",
+              "with the previous quarter."]
+    units = split_units(parse_pdf(make_pdf(["\n".join([title] + column)])))
+    assert [u.text.replace("\n", " ") for u in units] == [
+        title, "The datacenter migration finished two weeks ahead of schedule and the old racks were "
+        "decommissioned in August.", "Power usage fell by eighteen percent compared with the previous quarter."]
+
+
+def test_a_pdf_bullet_starts_a_block() -> None:
+    lines = ["There are two important requirements for the way the database is stored here:",
+             "- Applications must be able to extend the database in any way when they are",
+             "installed, to add both new rules and new information.",
+             "- Using the database must be fast."]
+    units = split_units(parse_pdf(make_pdf(["\n".join(lines).replace("- ", "\u00b7 ")])))
+    assert [u.text.split("\n")[0][:14] for u in units] == ["There are two ", "\u00b7 Applications", "\u00b7 Using the da"]
+
+
 def test_pdf_hyphenated_line_ends_and_ligatures_are_joined() -> None:
     from windowrag_pg.parse.pdf import _clean
 

@@ -43,6 +43,8 @@ from windowrag_pg.parse.types import Block, ParsedDocument
 BLOCK_SEPARATOR = "\n\n"
 # A line at least this share of the page's widest line is "full": the paragraph goes on.
 _FULL_LINE_SHARE = 0.7
+_OUTLIER_WIDTH = 1.2
+_BULLETS = frozenset("•◦▪▫‣●○■□–—·")
 # Running headers and footers: the first and last lines of a page, seen on this many pages (and
 # this share of them) with only their numbers changed.
 _RUNNING_MIN_PAGES = 3
@@ -187,17 +189,33 @@ def _is_heading_line(line: str, wanted: str) -> bool:
 
 
 def page_blocks(lines: list[str]) -> list[str]:
-    """Group a page's (stripped) lines into blocks: a block ends after a short line or at a blank line."""
-    width = max((len(line) for line in lines), default=0)
+    """Group a page's (stripped) lines into blocks: a block ends after a short line or at a blank line.
+
+    "Short" is against the page's full width: its widest line, unless that is an outlier (over
+    1.2 times the second widest, one in 20 on a long page): one wider line (a title across two
+    columns, a command in a smaller font) would make every ordinary line short and cut each
+    sentence at its line ends; such a line is a block of its own. A line that opens with a bullet
+    starts a block."""
+    lengths = sorted((len(line) for line in lines if line), reverse=True)
+    width = lengths[0] if lengths else 0
+    if len(lengths) > 1:
+        typical = lengths[min(len(lengths) - 1, max(1, len(lengths) // 20))]
+        width = typical if width > _OUTLIER_WIDTH * typical else width
     blocks: list[str] = []
     current: list[str] = []
     for line in lines:
-        if not line:
+        outlier = len(line) > _OUTLIER_WIDTH * width  # a block of its own
+        if not line or (current and (line[0] in _BULLETS or outlier)):
             if current:
                 blocks.append(_join_lines(current))
                 current = []
-            continue
+            if not line:
+                continue
         current.append(line)
+        if outlier:
+            blocks.append(_join_lines(current))
+            current = []
+            continue
         if len(line) < _FULL_LINE_SHARE * width:
             blocks.append(_join_lines(current))
             current = []
