@@ -576,6 +576,27 @@ def test_a_pdf_bullet_starts_a_block() -> None:
     assert [u.text.split("\n")[0][:14] for u in units] == ["There are two ", "\u00b7 Applications", "\u00b7 Using the da"]
 
 
+@pytest.mark.parametrize("metadata_title, expected", [
+    ("ACME Employee Handbook", "ACME Employee Handbook"), ("Microsoft Word - nda_v3.docx", "nda"),
+    ("untitled", "nda"), ("nda_final.pdf", "nda"), (None, "nda")])
+def test_a_pdf_file_is_titled_by_its_own_title_else_its_name(tmp_path, metadata_title, expected) -> None:
+    from fpdf import FPDF
+
+    from windowrag_pg.ingest import parse_source
+    from windowrag_pg.sources import iter_sources
+
+    pdf = FPDF()
+    if metadata_title:
+        pdf.set_title(metadata_title)
+    pdf.add_page()
+    pdf.set_font("helvetica", size=12)
+    pdf.multi_cell(0, 8, "The parties agree to keep the terms confidential.")
+    path = tmp_path / "nda.pdf"
+    path.write_bytes(bytes(pdf.output()))
+    (source,) = iter_sources([path])
+    assert parse_source(source).title == expected
+
+
 def test_pdf_hyphenated_line_ends_and_ligatures_are_joined() -> None:
     from windowrag_pg.parse.pdf import _clean
 

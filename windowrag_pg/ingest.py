@@ -21,6 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain, islice
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -111,7 +112,10 @@ def content_hash(source: SourceDocument, *, units: Any = None) -> str:
 
 def parse_source(source: SourceDocument) -> ParsedDocument:
     if source.format == "pdf":
-        return parse_pdf(source.data or b"")
+        parsed = parse_pdf(source.data or b"")
+        if parsed.title is None and source.origin:  # no title of its own: its file's name
+            parsed.title = Path(source.origin).stem
+        return parsed
     return parse_document(source.text or "", source.format, title=source.title)
 
 

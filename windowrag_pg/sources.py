@@ -121,7 +121,8 @@ def _read_file(path: Path, *, external_id: str) -> Iterator[SourceDocument | Sou
         yield SourceError(str(path), f"cannot read: {exc.strerror or exc}")
         return
     if fmt == "pdf":
-        yield SourceDocument(external_id=external_id, format="pdf", data=data, title=path.stem, source=external_id,
+        # titled by the parser: the PDF's own title, else the file name (ingest.parse_source)
+        yield SourceDocument(external_id=external_id, format="pdf", data=data, title=None, source=external_id,
                              origin=str(path))
         return
     try:

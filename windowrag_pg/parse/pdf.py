@@ -43,6 +43,9 @@ from windowrag_pg.parse.types import Block, ParsedDocument
 BLOCK_SEPARATOR = "\n\n"
 # A line at least this share of the page's widest line is "full": the paragraph goes on.
 _FULL_LINE_SHARE = 0.7
+# a /Title a tool wrote, not a person
+_TOOL_TITLE = re.compile(r"(?i)^(?:microsoft\s+\w+\s+-\s|untitled\b|title$|document\d*$)|\.(?:docx?|pdf|odt|rtf|"
+                         r"txt|pptx?|xlsx?|indd|tex|dvi|ps|html?)$")
 _OUTLIER_WIDTH = 1.2
 _BULLETS = frozenset("•◦▪▫‣●○■□–—·")
 # Running headers and footers: the first and last lines of a page, seen on this many pages (and
@@ -286,10 +289,15 @@ def _clean(page_text: str) -> str:
 
 
 def _metadata_title(reader) -> str | None:
+    """The document's /Title, unless it is what a tool wrote ("Microsoft Word - nda_v3.docx",
+    "untitled", a file name)."""
     try:
         title = reader.metadata.title if reader.metadata else None
     except Exception:
         return None
     if not isinstance(title, str):
         return None
-    return " ".join(title.split()) or None
+    title = " ".join(title.split())
+    if _TOOL_TITLE.search(title) or not re.search(r"[^\W\d_]{2,}", title):
+        return None
+    return title or None
