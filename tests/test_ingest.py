@@ -167,6 +167,25 @@ BAD_FILES = {
 }
 
 
+def test_a_pdf_stored_without_a_page_says_so(conn, collection_name, embedder, tmp_path, capsys, db_url,
+                                             monkeypatch):
+    from windowrag_pg.cli import main
+
+    from .test_parse_split import pdf_with_a_broken_page
+
+    path, copy = tmp_path / "manual.pdf", tmp_path / "copy.pdf"
+    path.write_bytes(pdf_with_a_broken_page())
+    copy.write_bytes(pdf_with_a_broken_page())
+    report = Ingestor(conn, collection=collection_name, embedder=embedder).ingest(iter_sources([path]))
+    assert report.added == 1 and not report.errors
+    assert [(w.name, w.message[:33]) for w in report.warnings] == [
+        (str(path), "page 2 could not be read (Error -"), (str(path), "1 page without text (scanned imag")]
+    assert report.as_dict()["warnings"][0]["name"] == str(path)
+    monkeypatch.setenv("WINDOWRAG_DATABASE_URL", db_url)
+    assert main(["ingest", str(copy), "--collection", collection_name]) == 0  # stored: a warning, not an error
+    assert f"warning: {copy}: page 2 could not be read" in capsys.readouterr().err
+
+
 def test_bad_inputs_get_clear_errors_and_touch_nothing(conn, collection_name, embedder, tmp_path):
     ingestor = Ingestor(conn, collection=collection_name, embedder=embedder)
     (tmp_path / "good.md").write_text("# Good\n\nA fine document. It has two sentences.\n")

@@ -614,6 +614,32 @@ def test_pdf_hyphenated_line_ends_and_ligatures_are_joined() -> None:
     assert _clean("\ufb01nance o\ufb03ce \ufb02ow") == "finance office flow"
 
 
+def pdf_with_a_broken_page() -> bytes:
+    """Four pages: text, a page whose content stream is not zlib, an empty page, text."""
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import NameObject, StreamObject
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf(
+        ["First page text. It is fine.", "Second page is broken.", "", "Fourth page says hello."]))))
+    broken = StreamObject()
+    broken._data = b"garbage that is not zlib"
+    broken[NameObject("/Filter")] = NameObject("/FlateDecode")
+    writer.pages[1][NameObject("/Contents")] = writer._add_object(broken)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_a_pdf_page_that_cannot_be_read_is_reported_not_lost_silently(caplog) -> None:
+    doc = parse_pdf(pdf_with_a_broken_page())
+    assert doc.text == "First page text. It is fine.\n\nFourth page says hello."
+    assert doc.warnings == ["page 2 could not be read (Error -3 while decompressing data: incorrect header check); "
+                            "left out", "1 page without text (scanned images?) left out: 3"]
+    assert not [r for r in caplog.records if r.name.startswith("pypdf")]  # said once, with its page
+
+
 @pytest.mark.parametrize(
     "data", [b"not a pdf at all", b"%PDF-1.4\n1 0 obj garbage", b""], ids=["junk", "truncated", "empty"]
 )

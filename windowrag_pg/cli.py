@@ -277,6 +277,8 @@ def _print_ingest_report(report) -> None:
         f"in {report.seconds:.1f} s ({report.sentences_per_second:.0f} sentences/s)"
         + (f"; bulk load, HNSW index built in {report.index_seconds:.1f} s" if report.bulk else "")
     )
+    for warning in report.warnings:
+        print(f"warning: {warning.name}: {warning.message}", file=sys.stderr)
     for error in report.errors:
         print(f"error: {error.name}: {error.message}", file=sys.stderr)
 

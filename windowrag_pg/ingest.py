@@ -68,6 +68,8 @@ class IngestReport:
     bulk: bool = False  # written without the HNSW index, which was built once at the end
     index_seconds: float = 0.0  # the index build of a bulk load, or an incremental one's centring (in seconds too)
     errors: list[SourceError] = field(default_factory=list)
+    # documents stored with a loss the parser reported (a PDF page that could not be read)
+    warnings: list[SourceError] = field(default_factory=list)
     interrupted: bool = False  # should_stop() turned true: the documents counted are stored, no others
 
     @property
@@ -86,6 +88,7 @@ class IngestReport:
             "bulk": self.bulk, "index_seconds": round(self.index_seconds, 3),
             "sentences_per_second": round(self.sentences_per_second, 1),
             "errors": [{"name": e.name, "message": e.message} for e in self.errors],
+            "warnings": [{"name": w.name, "message": w.message} for w in self.warnings],
             "interrupted": self.interrupted,
         }
 
@@ -271,6 +274,7 @@ class Ingestor:
                 if status != "unchanged":  # another writer may have stored the same content meanwhile
                     report.sections += sections
                     report.sentences += units
+                    report.warnings.extend(SourceError(prepared.source.name, w) for w in prepared.parsed.warnings)
                 if on_document:
                     on_document(prepared.source.external_id, status, units)
                 if not report.bulk:

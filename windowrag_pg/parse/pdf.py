@@ -86,12 +86,34 @@ def parse_pdf_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument:
         pypdf_log.setLevel(level)
 
     page_lines: list[tuple[int, list[str]]] = []
-    for page_number, page in enumerate(pages, start=1):
-        try:
-            page_text = page.extract_text() or ""
-        except Exception:  # one broken page (bad font, bad stream) should not lose the others
-            continue
-        page_lines.append((page_number, [line.strip() for line in _clean(page_text).split("\n")]))
+    unreadable: list[str] = []
+    empty: list[int] = []
+    # pypdf logs a broken page ("Error -3 while decompressing data") without the file's name: its
+    # messages are caught here and reported with the page, in the ingest's warnings
+    caught = _Caught()
+    propagate = pypdf_log.propagate
+    pypdf_log.addHandler(caught)
+    pypdf_log.setLevel(logging.WARNING)
+    pypdf_log.propagate = False
+    try:
+        for page_number, page in enumerate(pages, start=1):
+            caught.messages.clear()
+            try:
+                page_text = page.extract_text() or ""
+            except Exception as error:  # one broken page (bad font, bad stream) should not lose the others
+                caught.messages.append(f"{type(error).__name__}: {error}")
+                page_text = ""
+            if caught.messages:
+                lost = "left out" if not page_text.strip() else "read in part"
+                unreadable.append(f"page {page_number} could not be read ({caught.messages[0]}); {lost}")
+            elif not page_text.strip():
+                empty.append(page_number)
+            if page_text.strip():
+                page_lines.append((page_number, [line.strip() for line in _clean(page_text).split("\n")]))
+    finally:
+        pypdf_log.removeHandler(caught)
+        pypdf_log.setLevel(level)
+        pypdf_log.propagate = propagate
     page_lines = [(page, [line for line in lines if not _DOT_LEADER.search(line)])
                   for page, lines in without_page_furniture(page_lines)]
     paged_blocks: list[tuple[int, str]] = []  # (page, text)
@@ -123,7 +145,30 @@ def parse_pdf_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument:
     text = "".join(parts)
     if title is None:
         title = _metadata_title(reader)
-    return ParsedDocument(text=text, sections=build_sections(len(text), items), title=title, format="pdf")
+    warnings = unreadable + ([f"{_count_pages(empty)} without text (scanned images?) left out: "
+                              f"{_page_list(empty)}"] if empty else [])
+    return ParsedDocument(text=text, sections=build_sections(len(text), items), title=title, format="pdf",
+                          warnings=warnings)
+
+
+class _Caught(logging.Handler):
+    """pypdf's warnings while one page is read."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(" ".join(record.getMessage().split())[:200])
+
+
+def _count_pages(pages: list[int]) -> str:
+    return f"{len(pages)} page" + ("s" if len(pages) != 1 else "")
+
+
+def _page_list(pages: list[int]) -> str:
+    shown = ", ".join(str(p) for p in pages[:10])
+    return shown + (f", … ({len(pages) - 10} more)" if len(pages) > 10 else "")
 
 
 def outline_entries(reader) -> list[tuple[int, str, int]]:

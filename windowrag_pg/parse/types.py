@@ -45,6 +45,8 @@ class ParsedDocument:
     sections: list[Section]
     title: str | None = None
     format: str = "text"
+    # what was read with a loss, for the ingest report ("page 2: its text could not be read")
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
