@@ -648,6 +648,11 @@ def test_unreadable_pdf_is_refused(data: bytes) -> None:
         parse_pdf(data)
 
 
+def test_a_file_that_is_no_pdf_is_named_so() -> None:
+    with pytest.raises(ParseError, match=r"not a PDF file \(no %PDF- header; it starts with '<!DOCTYPE html>'\)"):
+        parse_pdf(b"<!DOCTYPE html>\n<html><body>Saved from the browser</body></html>")
+
+
 def test_pdf_without_text_is_refused() -> None:
     with pytest.raises(ParseError, match="unreadable PDF: no extractable text"):
         parse_pdf(make_pdf(["", ""]))

@@ -70,6 +70,10 @@ def parse_pdf_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument:
 
     # pypdf logs what it repairs ("invalid pdf header", "EOF marker not found") without naming
     # the file: a damaged file is reported once, by name, from the error below
+    if b"%PDF-" not in bytes(data[:1024]):  # the header may follow a little junk, no more
+        start = bytes(data[:40]).decode("utf-8", "replace").split("\n")[0].strip()
+        raise ParseError("unreadable PDF: not a PDF file (no %PDF- header" +
+                         (f"; it starts with {start!r})" if start else ": it is empty)"))
     pypdf_log = logging.getLogger("pypdf")
     level = pypdf_log.level
     pypdf_log.setLevel(logging.ERROR)
