@@ -489,24 +489,30 @@ def test_pdf_page_numbers_and_running_headers_are_left_out() -> None:
     doc = parse_pdf(bytes(pdf.output()))
     units = split_units(doc)
     assert_invariants(doc, units)
-    # the heading that starts with its page's number stays: the page prints its number in the footer
-    assert [(u.text, u.page) for u in units] == [(body, page) for page, body in enumerate(bodies, start=1)]
+    # the heading that starts with its page's number stays: the page prints its number in the footer;
+    # the running header's first appearance stays too, on its own (a cover title, a table's header row)
+    assert [(u.text, u.page) for u in units] == [("ACME Corp - Employee Handbook - Confidential", 1)] + [
+        (body, page) for page, body in enumerate(bodies, start=1)]
 
 
 def test_pdf_running_headers_with_the_printed_page_number_are_left_out() -> None:
-    from windowrag_pg.parse.pdf import without_page_furniture
+    from windowrag_pg.parse.pdf_layout import without_page_furniture
 
     chapters = {2: "Chapter 1: Setup", 3: "Chapter 1: Setup", 4: "Chapter 2: Usage", 5: "Chapter 2: Usage",
-                6: "Chapter 3: Limits"}
+                6: "Chapter 2: Usage", 7: "Chapter 3: Limits"}
     bodies = ["Install the package first.", "Then write the configuration file.", "Call the parser.",
-              "Read the result.", "Inputs over 4 GB are refused."]
+              "Read the result.", "6 traders left the market.", "Inputs over 4 GB are refused."]
     pages = [(1, ["Libfoo manual", "", "by A. Author"])] + [
         (page, [f"{chapter} {page - 1}", body]) for (page, chapter), body in zip(chapters.items(), bodies)]
     kept = without_page_furniture(pages)
     assert kept[0] == pages[0]
-    assert [lines for _, lines in kept[1:]] == [[body] for body in bodies]
-    # two pages are not a pattern: a first line that ends in a number is text
-    assert without_page_furniture(pages[:3])[1:] == pages[1:3]
+    # a header seen on two pages or more, equal but for the printed page number, goes; a chapter of
+    # one page keeps its header (nothing to compare it with); a body line that starts with its page's
+    # printed number ("6 traders" on page 7, printed 6) stays
+    assert [lines for _, lines in kept[1:]] == [[body] for body in bodies[:-1]] + [["Chapter 3: Limits 6", bodies[-1]]]
+    # content whose numbers are not the page's: an invoice a page
+    invoices = [(page, [f"Invoice 2024-{page:04d}", f"Total due: {page * 137} EUR", "Thank you."]) for page in (1, 2, 3, 4)]
+    assert [lines[:2] for _, lines in without_page_furniture(invoices)] == [lines[:2] for _, lines in invoices]
 
 
 def test_a_sentence_cut_by_a_page_break_is_made_whole() -> None:
@@ -560,11 +566,15 @@ def test_one_wide_line_does_not_cut_a_page_of_narrower_lines() -> None:
     title = "Quarterly report of the infrastructure and operations group for the third quarter"
     column = ["The datacenter migration finished two", "weeks ahead of schedule and the old racks",
               "were decommissioned in August. Power", "usage fell by eighteen percent compared",
-              "with the previous quarter."]
+              "with the previous quarter. The on-call", "rotation now has eight engineers and the",
+              "median time to acknowledge a page fell", "to four minutes. Incidents of severity",
+              "one fell from five to two over the whole", "quarter, the lowest count since 2019."]
     units = split_units(parse_pdf(make_pdf(["\n".join([title] + column)])))
     assert [u.text.replace("\n", " ") for u in units] == [
         title, "The datacenter migration finished two weeks ahead of schedule and the old racks were "
-        "decommissioned in August.", "Power usage fell by eighteen percent compared with the previous quarter."]
+        "decommissioned in August.", "Power usage fell by eighteen percent compared with the previous quarter.",
+        "The on-call rotation now has eight engineers and the median time to acknowledge a page fell to four minutes.",
+        "Incidents of severity one fell from five to two over the whole quarter, the lowest count since 2019."]
 
 
 def test_a_pdf_bullet_starts_a_block() -> None:
@@ -603,14 +613,17 @@ def test_pdf_hyphenated_line_ends_and_ligatures_are_joined() -> None:
     lines = ["The configuration of the replication subsystem requires careful exam-",
              "ination of the network topology before the administrator enables it.",
              "Clients of the replication subsystem reach it through its JSON-",
-             "RPC endpoint, which stays as printed in the administration guide."]
+             "RPC endpoint, which stays as printed in the administration guide, a well-",
+             "known place. The examination takes a day."]
     units = split_units(parse_pdf(make_pdf(["\n".join(lines)])))
     assert [u.text for u in units] == [
-        # the word joined, with the line break that followed its hyphen
+        # the word joined, with the line break that followed its hyphen: "examination" is printed whole
         "The configuration of the replication subsystem requires careful examination of the network topology "
         "before the administrator enables it.",
-        "Clients of the replication subsystem reach it through its JSON-\n"  # upper case after it: as printed
-        "RPC endpoint, which stays as printed in the administration guide."]
+        # upper case after it, or no such word elsewhere ("wellknown"): as printed
+        "Clients of the replication subsystem reach it through its JSON-\n"
+        "RPC endpoint, which stays as printed in the administration guide, a well-\nknown place.",
+        "The examination takes a day."]
     assert _clean("\ufb01nance o\ufb03ce \ufb02ow") == "finance office flow"
 
 
