@@ -426,6 +426,23 @@ def test_html_without_text_is_refused() -> None:
         parse_document("<html><script>x()</script><img src=a.png></html>", "html")
 
 
+def test_a_web_page_is_read_from_its_main_content() -> None:
+    page = ("<html><head><title>Leave policy - ACME handbook</title></head><body>"
+            "<header><a href='/'>ACME</a> <span>Search the handbook</span></header>"
+            "<aside><h3>Related</h3><ul><li>Expenses</li><li>Travel</li></ul></aside>"
+            "<main>{main}</main><footer><p>© 2024 ACME Corp. All rights reserved.</p></footer></body></html>")
+    doc = parse_document(page.format(main="<h1>Leave policy</h1><p>Employees accrue two days of leave a month.</p>"),
+                         "html")
+    assert doc.title == "Leave policy - ACME handbook"
+    assert doc.text == "Leave policy\n\nEmployees accrue two days of leave a month."
+    # a <main> holding next to nothing of a long page is not trusted: the whole page is read
+    long_page = page.replace("<footer>", "<div>" + "<p>Policies are reviewed every year by the board.</p>" * 40
+                             + "</div><footer>")
+    assert "All rights reserved" in parse_document(long_page.format(main="<p>Hi.</p>"), "html").text
+    sphinx = "<body><div class='menu'>Contents Index</div><div role='main'><p>The API is stable.</p></div></body>"
+    assert parse_document(sphinx, "html").text == "The API is stable."
+
+
 # --- PDF -----------------------------------------------------------------------------------------
 
 

@@ -97,7 +97,7 @@ class IngestReport:
 # document stored under another version (or another unit setting) is parsed again on its next
 # ingest, and rewritten only when its units or sections came out different.
 # 2: raw HTML in Markdown, "Dr."/"v.", wrapped plain text; 3: PDF page furniture, page breaks,
-# hyphenation, ligatures.
+# hyphenation, ligatures, outline sections; HTML pages read from their <main>.
 UNITS_VERSION = 3
 
 

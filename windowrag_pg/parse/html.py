@@ -9,7 +9,8 @@ rows, cells joined by " | "), ``pre`` (code; a ``<code>`` outside ``<pre>`` is i
 ``blockquote``, ``dt``/``dd``, and any text sitting directly in other block containers (``div``,
 ``section``, ``body``...). Text before a nested block and text after it become separate blocks.
 Dropped: ``script``, ``style``, ``nav``, ``noscript``, ``template``, ``svg``, ``iframe``,
-``object``, ``title`` (it gives the document title when none is passed), comments. ``<head>`` is
+``object``, ``title`` (it gives the document title when none is passed), comments. A page that
+marks its main content (``<main>``, ``role="main"``) is read from it alone. ``<head>`` is
 not dropped whole: html.parser leaves body text inside an unclosed ``<head>``.
 Malformed HTML is parsed as well as html.parser can; it never fails on bad markup.
 """
@@ -32,6 +33,8 @@ ROW_CELL_SEPARATOR = " | "
 
 _HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
 _LIST_ITEM_TAGS = frozenset({"li"})
+_MAIN_MIN_CHARS = 1_000
+_MAIN_MIN_SHARE = 0.2
 
 
 class _BlockCollector:
@@ -69,12 +72,23 @@ def parse_html(html: str, *, title: str | None = None) -> ParsedDocument:
     soup = BeautifulSoup(html, "html.parser")
     _space_breaks(soup)
     collector = _BlockCollector()
-    _collect_blocks(soup, collector)
+    _collect_blocks(_main_content(soup), collector)
     text = collector.text()
     sections = require_blocks(build_sections(len(text), collector.items), "html")
     if title is None:
         title = _title_tag_text(soup) or collector.first_title
     return ParsedDocument(text=text, sections=sections, title=title, format="html")
+
+
+def _main_content(soup: BeautifulSoup) -> Tag:
+    """The page's main content, when it marks one (a single ``<main>`` or ``role="main"`` holding
+    a fifth of the page's text or 1,000 characters), else the whole page: a saved web page's
+    header, menus, sidebars and footer are the same on every page of its site."""
+    mains = soup.find_all("main") or soup.find_all(attrs={"role": "main"})
+    if len(mains) != 1:
+        return soup
+    inside, everything = len(mains[0].get_text(" ", strip=True)), len(soup.get_text(" ", strip=True))
+    return mains[0] if inside >= min(_MAIN_MIN_CHARS, _MAIN_MIN_SHARE * everything) else soup
 
 
 def _space_breaks(soup: BeautifulSoup) -> None:
