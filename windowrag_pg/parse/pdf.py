@@ -1,8 +1,8 @@
 """PDF bytes -> sections of paragraph blocks, with pypdf's text extraction.
 
 PDF has no usable offsets of its own, so the stored ``ParsedDocument.text`` is built here: the
-text of each page's blocks, lines inside a block joined by "\n", blocks (and pages) joined by a
-blank line ("\n\n"). Each block carries its 1-based page number. How printed lines become
+text of each page's blocks, lines inside a block joined by "\\n", blocks (and pages) joined by a
+blank line ("\\n\\n"). Each block carries its 1-based page number. How printed lines become
 blocks (page furniture, tables of contents, paragraphs, hyphenation, page breaks, headings from
 the outline) is parse/pdf_layout.py, pure; here pypdf is read: the pages' lines, the outline, the
 title, and what could not be read (the ingest's warnings: a page pypdf fails on, pages without
@@ -13,6 +13,8 @@ from __future__ import annotations
 import io
 import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from windowrag_pg.parse import HeadingMark, ParseError, build_sections
 from windowrag_pg.parse.pdf_layout import (
@@ -31,41 +33,64 @@ _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\uf
 
 
 def parse_pdf_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument:
+    reader = _open(data)
+    page_lines, warnings = _read_pages(reader)
+    entries = outline_entries(reader)
+    page_lines = without_dot_leaders(without_page_furniture(page_lines, protected=outline_lines(page_lines, entries)))
+    paged_blocks = _blocks(page_lines)
+    if not paged_blocks:
+        raise ParseError(f"unreadable PDF: no extractable text in {len(reader.pages)} page(s) (scanned images?)")
+    parts: list[str] = []
+    items: list[Block | HeadingMark] = []
+    length = 0
+    for page_number, block_text, heading in with_outline_headings(paged_blocks, entries):
+        if parts:
+            parts.append(BLOCK_SEPARATOR)
+            length += len(BLOCK_SEPARATOR)
+        parts.append(block_text)
+        if heading is not None:
+            items.append(HeadingMark(length, min(heading[0], 6), heading[1]))
+        items.append(Block("paragraph" if heading is None else "heading", length, length + len(block_text),
+                           page=page_number))
+        length += len(block_text)
+    text = "".join(parts)
+    return ParsedDocument(text=text, sections=build_sections(len(text), items), format="pdf", warnings=warnings,
+                          title=title if title is not None else _metadata_title(reader))
+
+
+def _open(data: bytes):
+    """A pypdf reader of DATA, or ParseError saying why not."""
     import pypdf  # imported here: only PDF ingestion pays for it
 
-    # pypdf logs what it repairs ("invalid pdf header", "EOF marker not found") without naming
-    # the file: a damaged file is reported once, by name, from the error below
     if b"%PDF-" not in bytes(data[:1024]):  # the header may follow a little junk, no more
         start = bytes(data[:40]).decode("utf-8", "replace").split("\n")[0].strip()
         raise ParseError("unreadable PDF: not a PDF file (no %PDF- header" +
                          (f"; it starts with {start!r})" if start else ": it is empty)"))
-    pypdf_log = logging.getLogger("pypdf")
-    level = pypdf_log.level
-    pypdf_log.setLevel(logging.ERROR)
-    try:
-        reader = pypdf.PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise ParseError("unreadable PDF: encrypted with a password")
-        pages = list(reader.pages)
-    except ParseError:
-        raise
-    except Exception as error:  # pypdf raises many types for damaged files
-        raise ParseError(f"unreadable PDF: {type(error).__name__}: {error}") from None
-    finally:
-        pypdf_log.setLevel(level)
+    # pypdf logs what it repairs ("invalid pdf header", "EOF marker not found") without naming
+    # the file: a damaged file is reported once, by name, from the error below
+    with _pypdf_log(logging.ERROR):
+        try:
+            reader = pypdf.PdfReader(io.BytesIO(data))
+            if reader.is_encrypted and not reader.decrypt(""):
+                raise ParseError("unreadable PDF: encrypted with a password")
+            list(reader.pages)
+        except ParseError:
+            raise
+        except Exception as error:  # pypdf raises many types for damaged files
+            raise ParseError(f"unreadable PDF: {type(error).__name__}: {error}") from None
+    return reader
 
+
+def _read_pages(reader) -> tuple[list[tuple[int, list[str]]], list[str]]:
+    """(page, stripped lines) of the pages with text, and warnings for the pages left out."""
     page_lines: list[tuple[int, list[str]]] = []
     unreadable: list[str] = []
     empty: list[int] = []
     # pypdf logs a broken page ("Error -3 while decompressing data") without the file's name: its
-    # messages are caught here and reported with the page, in the ingest's warnings
+    # messages are caught and reported with the page, in the ingest's warnings
     caught = _Caught()
-    propagate = pypdf_log.propagate
-    pypdf_log.addHandler(caught)
-    pypdf_log.setLevel(logging.WARNING)
-    pypdf_log.propagate = False
-    try:
-        for page_number, page in enumerate(pages, start=1):
+    with _pypdf_log(logging.WARNING, handler=caught):
+        for page_number, page in enumerate(reader.pages, start=1):
             caught.messages.clear()
             try:
                 page_text = page.extract_text() or ""
@@ -79,48 +104,44 @@ def parse_pdf_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument:
                 empty.append(page_number)
             if page_text.strip():
                 page_lines.append((page_number, [line.strip() for line in _clean(page_text).split("\n")]))
-    finally:
-        pypdf_log.removeHandler(caught)
-        pypdf_log.setLevel(level)
-        pypdf_log.propagate = propagate
-    entries = outline_entries(reader)
-    page_lines = without_dot_leaders(without_page_furniture(page_lines, protected=outline_lines(page_lines, entries)))
+    if empty:
+        unreadable.append(f"{_count_pages(empty)} without text (scanned images?) left out: {_page_list(empty)}")
+    return page_lines, unreadable
+
+
+def _blocks(page_lines: list[tuple[int, list[str]]]) -> list[tuple[int, str]]:
+    """(page, text) of the paragraph blocks, a sentence cut by a page break made whole."""
     vocabulary = document_vocabulary(page_lines)
-    paged_blocks: list[tuple[int, str]] = []  # (page, text)
+    blocks: list[tuple[int, str]] = []
     previous_width = 0
     for page_number, lines in page_lines:
         for number, block_text in enumerate(page_blocks(lines, vocabulary=vocabulary)):
-            if number == 0 and paged_blocks and continues(paged_blocks[-1][1], previous_width, block_text):
+            if number == 0 and blocks and continues(blocks[-1][1], previous_width, block_text):
                 head, block_text = split_after_first_sentence(block_text)
-                paged_blocks[-1] = (paged_blocks[-1][0], f"{paged_blocks[-1][1]}\n{head}")
+                blocks[-1] = (blocks[-1][0], f"{blocks[-1][1]}\n{head}")
                 if not block_text:
                     continue
-            paged_blocks.append((page_number, block_text))
+            blocks.append((page_number, block_text))
         previous_width = page_width(lines)
-    if not paged_blocks:
-        raise ParseError(
-            f"unreadable PDF: no extractable text in {len(pages)} page(s) (scanned images?)"
-        )
-    parts: list[str] = []
-    items: list[Block | HeadingMark] = []
-    length = 0
-    for page_number, block_text, heading in with_outline_headings(paged_blocks, entries):
-        if parts:
-            parts.append(BLOCK_SEPARATOR)
-            length += len(BLOCK_SEPARATOR)
-        parts.append(block_text)
-        if heading is not None:
-            items.append(HeadingMark(length, min(heading[0], 6), heading[1]))
-        kind = "paragraph" if heading is None else "heading"
-        items.append(Block(kind, length, length + len(block_text), page=page_number))
-        length += len(block_text)
-    text = "".join(parts)
-    if title is None:
-        title = _metadata_title(reader)
-    warnings = unreadable + ([f"{_count_pages(empty)} without text (scanned images?) left out: "
-                              f"{_page_list(empty)}"] if empty else [])
-    return ParsedDocument(text=text, sections=build_sections(len(text), items), title=title, format="pdf",
-                          warnings=warnings)
+    return blocks
+
+
+@contextmanager
+def _pypdf_log(level: int, *, handler: logging.Handler | None = None) -> Iterator[None]:
+    """pypdf's logger at LEVEL (with HANDLER alone, nothing passed on) for a while."""
+    log = logging.getLogger("pypdf")
+    saved = (log.level, log.propagate)
+    log.setLevel(level)
+    if handler is not None:
+        log.addHandler(handler)
+        log.propagate = False
+    try:
+        yield
+    finally:
+        if handler is not None:
+            log.removeHandler(handler)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]
 
 
 class _Caught(logging.Handler):

@@ -128,11 +128,13 @@ def without_dot_leaders(pages: Pages) -> Pages:
 def page_blocks(lines: list[str], *, vocabulary: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """A page's (stripped) lines grouped into blocks (module docstring)."""
     width = page_width(lines)
+    following = [""] * len(lines)  # the next line with text after each line
+    for index in range(len(lines) - 2, -1, -1):
+        following[index] = lines[index + 1] or following[index + 1]
     blocks: list[str] = []
     current: list[str] = []
     for index, line in enumerate(lines):
-        following = next((later for later in lines[index + 1:] if later), "")
-        outlier = len(line) > _OUTLIER_WIDTH * width and not following[:1].islower()
+        outlier = len(line) > _OUTLIER_WIDTH * width and not following[index][:1].islower()
         previous = current[-1] if current else ""
         if not line or (current and (outlier or _opens_item(line, previous))):
             if current:
@@ -170,16 +172,17 @@ def document_vocabulary(pages: Pages) -> set[str]:
 def join_lines(lines: list[str], vocabulary: set[str] | frozenset[str] = frozenset()) -> str:
     """Lines of one block joined by "\\n"; a word hyphenated at a line end joined whole when the
     whole word is in VOCABULARY (module docstring)."""
-    text = lines[0]
+    pieces = [lines[0]]  # joined once at the end: a page can hold many thousands of lines
     for line in lines[1:]:
-        if text.endswith("-") and line[:1].islower():
-            head = re.search(r"([^\W\d_]+)-$", text)
+        last = pieces[-1]
+        if last.endswith("-") and line[:1].islower():
+            head = re.search(r"([^\W\d_]+)-$", last)
             tail = re.match(r"[^\W\d_]+", line)
             if head and tail and head.group(1)[-1:].islower() and (head.group(1) + tail.group()).lower() in vocabulary:
-                text = text[:-1] + line
+                pieces[-1] = last[:-1] + line
                 continue
-        text = f"{text}\n{line}"
-    return text
+        pieces.append(line)
+    return "\n".join(pieces)
 
 
 def continues(previous: str, previous_width: int, block: str) -> bool:
