@@ -162,7 +162,8 @@ BAD_FILES = {
     "junk.txt": bytes(range(256)) * 20,
     "latin1.txt": "caf\xe9 cr\xe8me".encode("latin-1"),
     "nul.md": b"# Title\n\nText with a \x00 NUL byte.",
-    "notes.docx": b"PK\x03\x04 not really a docx",
+    "notes.pptx": b"PK\x03\x04 a format not read",
+    "broken.docx": b"PK\x03\x04 not really a docx",
     "broken.pdf": b"%PDF-1.4\n this is not a pdf at all",
 }
 
@@ -186,6 +187,21 @@ def test_a_pdf_stored_without_a_page_says_so(conn, collection_name, embedder, tm
     assert f"warning: {copy}: page 2 could not be read" in capsys.readouterr().err
 
 
+def test_a_word_document_is_ingested_and_cited_by_section(conn, collection_name, embedder, tmp_path):
+    from windowrag_pg.pipeline import Pipeline
+
+    from .test_parse_split import make_docx
+
+    (tmp_path / "nda.docx").write_bytes(make_docx())
+    report = Ingestor(conn, collection=collection_name, embedder=embedder).ingest(iter_sources([tmp_path]))
+    assert report.added == 1 and not report.errors and report.sentences == 11
+    result = Pipeline(conn, collection=collection_name, embedder=embedder).search(
+        "what information is excluded?", token_budget=60, min_relevance=None)
+    best = result.contexts[0]
+    assert best.citation.title == "Mutual NDA"
+    assert best.citation.section_path == ("1. Definitions", "1.1 Exclusions") and "already public" in best.text
+
+
 def test_bad_inputs_get_clear_errors_and_touch_nothing(conn, collection_name, embedder, tmp_path):
     ingestor = Ingestor(conn, collection=collection_name, embedder=embedder)
     (tmp_path / "good.md").write_text("# Good\n\nA fine document. It has two sentences.\n")
@@ -194,14 +210,15 @@ def test_bad_inputs_get_clear_errors_and_touch_nothing(conn, collection_name, em
     for name, data in BAD_FILES.items():
         (tmp_path / name).write_bytes(data)
     # in a folder, a file of another format is passed over; named on its own, it is refused
-    report = ingestor.ingest(iter_sources([tmp_path, tmp_path / "notes.docx"]))
+    report = ingestor.ingest(iter_sources([tmp_path, tmp_path / "notes.pptx"]))
     by_name = {e.name.rsplit("/", 1)[-1]: e.message for e in report.errors}
     assert set(by_name) == set(BAD_FILES), by_name
     assert "empty" in by_name["empty.txt"]
     assert "whitespace" in by_name["blank.md"] or "empty" in by_name["blank.md"]
     assert "UTF-8" in by_name["latin1.txt"]
     assert "NUL" in by_name["nul.md"]
-    assert "format" in by_name["notes.docx"]
+    assert "format" in by_name["notes.pptx"]
+    assert "unreadable DOCX" in by_name["broken.docx"]
     assert "PDF" in by_name["broken.pdf"] or "pdf" in by_name["broken.pdf"]
     assert report.unchanged == 1
     assert snapshot(conn, collection_name) == before

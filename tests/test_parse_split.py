@@ -443,6 +443,86 @@ def test_a_web_page_is_read_from_its_main_content() -> None:
     assert parse_document(sphinx, "html").text == "The API is stable."
 
 
+# --- Word (.docx) ------------------------------------------------------------------------------
+
+
+def make_docx(*, title: str | None = "Mutual NDA") -> bytes:
+    import io
+
+    import docx
+
+    document = docx.Document()
+    if title:
+        document.core_properties.title = title
+    document.add_heading("Mutual Non-Disclosure Agreement", 0)
+    document.add_heading("1. Definitions", level=1)
+    document.add_paragraph("Confidential Information means any information disclosed by a party. It includes "
+                           "trade secrets.")
+    document.add_paragraph("Marketing plans", style="List Bullet")
+    document.add_paragraph("Source code", style="List Number")
+    document.add_heading("1.1 Exclusions", level=2)
+    paragraph = document.add_paragraph("Information already public is excluded.")
+    paragraph.add_run().add_break()
+    paragraph.add_run("So is what the recipient knew before.")
+    document.add_paragraph("")  # empty paragraphs are skipped
+    table = document.add_table(rows=2, cols=3)
+    table.cell(0, 0).text = "Party"
+    table.cell(0, 1).merge(table.cell(0, 2)).text = "Address"  # one merged cell: read once
+    for column, text in enumerate(["ACME", "Paris", "France"]):
+        table.cell(1, column).text = text
+    document.sections[0].header.paragraphs[0].text = "ACME - Confidential"  # page furniture: left out
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_docx_headings_lists_tables_and_line_breaks() -> None:
+    from windowrag_pg.parse import parse_docx
+
+    doc = parse_docx(make_docx())
+    units = split_units(doc)
+    assert_invariants(doc, units)
+    assert doc.title == "Mutual NDA" and doc.format == "docx"
+    assert [(u.kind, doc.sections[u.section_ordinal].heading_path[-1:], u.text) for u in units] == [
+        ("heading", ("Mutual Non-Disclosure Agreement",), "Mutual Non-Disclosure Agreement"),
+        ("heading", ("1. Definitions",), "1. Definitions"),
+        ("sentence", ("1. Definitions",), "Confidential Information means any information disclosed by a party."),
+        ("sentence", ("1. Definitions",), "It includes trade secrets."),
+        ("list_item", ("1. Definitions",), "Marketing plans"),
+        ("list_item", ("1. Definitions",), "Source code"),
+        ("heading", ("1.1 Exclusions",), "1.1 Exclusions"),
+        ("sentence", ("1.1 Exclusions",), "Information already public is excluded."),
+        ("sentence", ("1.1 Exclusions",), "So is what the recipient knew before."),
+        ("table_row", ("1.1 Exclusions",), "Party | Address"),
+        ("table_row", ("1.1 Exclusions",), "ACME | Paris | France"),
+    ]
+    assert doc.sections[2].heading_path == ("1. Definitions", "1.1 Exclusions")
+    assert "ACME - Confidential" not in doc.text
+
+
+def test_a_docx_file_is_read_with_its_title_else_its_name(tmp_path) -> None:
+    from windowrag_pg.ingest import parse_source
+    from windowrag_pg.sources import iter_sources
+
+    (tmp_path / "nda.docx").write_bytes(make_docx())
+    (tmp_path / "untitled.docx").write_bytes(make_docx(title=None))
+    sources = {s.external_id.rsplit("/", 1)[-1]: s for s in iter_sources([tmp_path])}
+    assert parse_source(sources["nda.docx"]).title == "Mutual NDA"
+    assert parse_source(sources["untitled.docx"]).title == "Mutual Non-Disclosure Agreement"  # its Title paragraph
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"%PDF-1.4 a pdf saved as .docx", "not a Word document .* starts with '%PDF-1.4"),
+    (b"", "empty"),
+    (b"PK\x03\x04 a broken zip", "unreadable DOCX: "),
+])
+def test_a_file_that_is_no_docx_is_refused(data: bytes, message: str) -> None:
+    from windowrag_pg.parse import parse_docx
+
+    with pytest.raises(ParseError, match=message):
+        parse_docx(data)
+
+
 # --- PDF -----------------------------------------------------------------------------------------
 
 
@@ -736,8 +816,8 @@ def test_detect_format(path: str, format: str) -> None:
 
 
 def test_detect_format_unknown_suffix() -> None:
-    with pytest.raises(ParseError, match="unknown suffix '.docx'"):
-        detect_format("report.docx")
+    with pytest.raises(ParseError, match="unknown suffix '.pptx'"):
+        detect_format("report.pptx")
     with pytest.raises(ParseError, match="unknown suffix none"):
         detect_format("Makefile")
 

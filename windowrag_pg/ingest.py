@@ -31,7 +31,7 @@ from .db.sqlfiles import load_sql
 from .embed import embedder_of_collection, get_embedder
 from .embed.base import Embedder, EmbeddingError
 from .embed.headers import embedding_text
-from .parse import ParseError, parse_document, parse_pdf
+from .parse import ParseError, parse_docx, parse_document, parse_pdf
 from .parse.types import ParsedDocument, Unit
 from .sources import SourceDocument, SourceError, check_source
 from .split.sentences import split_units
@@ -114,8 +114,8 @@ def content_hash(source: SourceDocument, *, units: Any = None) -> str:
 
 
 def parse_source(source: SourceDocument) -> ParsedDocument:
-    if source.format == "pdf":
-        parsed = parse_pdf(source.data or b"")
+    if source.format in ("pdf", "docx"):
+        parsed = (parse_pdf if source.format == "pdf" else parse_docx)(source.data or b"")
         if parsed.title is None and source.origin:  # no title of its own: its file's name
             parsed.title = Path(source.origin).stem
         return parsed

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from .parse import FORMAT_BY_SUFFIX, ParseError, check_document_size, decode_text, detect_format
 
-FILE_FORMATS = ("text", "markdown", "html", "pdf")
+FILE_FORMATS = ("text", "markdown", "html", "pdf", "docx")
+BINARY_FORMATS = ("pdf", "docx")  # read as bytes into SourceDocument.data
 RECORD_FORMATS = ("text", "markdown", "html")
 # Deeper metadata is refused: filters address it by key paths, and deep JSON runs into
 # recursion limits (Python's json, psycopg's Jsonb) long before Postgres' own.
@@ -31,7 +32,7 @@ class SourceDocument:
     format: str
     title: str | None = None
     text: str | None = None  # text formats
-    data: bytes | None = None  # pdf
+    data: bytes | None = None  # pdf, docx
     source: str | None = None
     metadata: dict = field(default_factory=dict)
     origin: str | None = None  # where it was read (file, or file:line of a JSON-lines record), for errors
@@ -120,9 +121,9 @@ def _read_file(path: Path, *, external_id: str) -> Iterator[SourceDocument | Sou
     except OSError as exc:
         yield SourceError(str(path), f"cannot read: {exc.strerror or exc}")
         return
-    if fmt == "pdf":
-        # titled by the parser: the PDF's own title, else the file name (ingest.parse_source)
-        yield SourceDocument(external_id=external_id, format="pdf", data=data, title=None, source=external_id,
+    if fmt in BINARY_FORMATS:
+        # titled by the parser: the document's own title, else the file name (ingest.parse_source)
+        yield SourceDocument(external_id=external_id, format=fmt, data=data, title=None, source=external_id,
                              origin=str(path))
         return
     try:
@@ -222,9 +223,10 @@ def check_source(source: SourceDocument) -> None:
     _check_string("external_id", source.external_id)
     if source.format not in FILE_FORMATS:
         raise SourceCheckError(f"unknown format {source.format!r} (expected one of {', '.join(FILE_FORMATS)})")
-    if source.format == "pdf":
+    if source.format in BINARY_FORMATS:
         if not isinstance(source.data, (bytes, bytearray)):
-            raise SourceCheckError(f"a pdf document needs its bytes in 'data', got {type(source.data).__name__}")
+            raise SourceCheckError(f"a {source.format} document needs its bytes in 'data', "
+                                   f"got {type(source.data).__name__}")
     elif source.text is not None and not isinstance(source.text, str):
         raise SourceCheckError(f"text must be a string, got {type(source.text).__name__}")
     for name in ("title", "source"):

@@ -1,9 +1,9 @@
-"""Parsing: raw text, Markdown, HTML or PDF bytes -> ``ParsedDocument`` (sections of blocks).
+"""Parsing: raw text, Markdown, HTML, PDF or Word bytes -> ``ParsedDocument`` (sections of blocks).
 
 Pure functions, no database and no models. The only entry points other layers need:
 
 - ``parse_document(text, format, title=None)`` for ``"text"``, ``"markdown"`` and ``"html"``;
-- ``parse_pdf(data, title=None)`` for PDF bytes;
+- ``parse_pdf(data, title=None)`` for PDF bytes, ``parse_docx(data, title=None)`` for Word (.docx);
 - ``detect_format(path)`` to pick a format from a file suffix;
 - ``decode_text(data, name)`` to turn file bytes into text, refusing invalid UTF-8 and binary junk.
 
@@ -13,9 +13,9 @@ A change here (or in split/) that may cut the same text into other sections or u
 ingest.
 
 Which text is stored: for ``"text"`` and ``"markdown"`` ``ParsedDocument.text`` is the input,
-unchanged, so that offsets computed elsewhere (evaluation gold spans) point into it. HTML and PDF
-have no usable source offsets, so their parsers build a plain text from the blocks they extract
-(see ``html.py`` and ``pdf.py``) and all offsets point into that built text.
+unchanged, so that offsets computed elsewhere (evaluation gold spans) point into it. HTML, PDF and
+Word have no usable source offsets, so their parsers build a plain text from the blocks they
+extract (see ``html.py``, ``pdf.py``, ``docx.py``) and all offsets point into that built text.
 """
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ __all__ = [
     "has_visible_text",
     "max_document_bytes",
     "parse_document",
+    "parse_docx",
     "parse_pdf",
 ]
 
@@ -70,6 +71,7 @@ FORMAT_BY_SUFFIX = {
     ".html": "html",
     ".htm": "html",
     ".pdf": "pdf",
+    ".docx": "docx",
     ".jsonl": "jsonl",
 }
 
@@ -249,7 +251,7 @@ def require_blocks(sections: list[Section], format: str) -> list[Section]:
 def parse_document(text: str, format: str, *, title: str | None = None) -> ParsedDocument:
     """Parse ``text`` given as ``format`` ("text", "markdown" or "html") into sections of blocks."""
     if format not in TEXT_FORMATS:
-        hint = " (use parse_pdf for PDF bytes)" if format == "pdf" else ""
+        hint = {"pdf": " (use parse_pdf for PDF bytes)", "docx": " (use parse_docx for Word bytes)"}.get(format, "")
         raise ParseError(
             f"unknown format {format!r}: expected one of {', '.join(TEXT_FORMATS)}{hint}"
         )
@@ -275,3 +277,12 @@ def parse_pdf(data: bytes, *, title: str | None = None) -> ParsedDocument:
     if isinstance(data, (bytes, bytearray, memoryview)):
         check_document_size(len(data), "PDF")
     return parse_pdf_bytes(data, title=title)
+
+
+def parse_docx(data: bytes, *, title: str | None = None) -> ParsedDocument:
+    """Parse Word (.docx) bytes; raises ParseError("unreadable DOCX: ...") when they cannot be read."""
+    from windowrag_pg.parse.docx import parse_docx_bytes
+
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        check_document_size(len(data), "DOCX")
+    return parse_docx_bytes(data, title=title)

@@ -1,0 +1,99 @@
+"""DOCX bytes -> sections of blocks, with python-docx.
+
+Like HTML and PDF, a Word document has no character offsets of its own, so the stored
+``ParsedDocument.text`` is built here: the text of each block, blocks joined by a blank line
+("\\n\\n"). The body is read in order: a paragraph styled "Heading N" (or "Title") is a heading
+of level N that opens a section; a list paragraph (a list style, or Word's numbering) is a list
+item; any other paragraph with text is a paragraph; each table row is a table row, its cells
+joined by " | " (a merged cell once). Line breaks inside a paragraph stay "\\n". Left out: page
+headers and footers (the same on every page), footnotes, comments, text boxes and pictures.
+The title is the document's own (File > Properties), else its first "Title" paragraph.
+"""
+from __future__ import annotations
+
+import io
+import re
+
+from windowrag_pg.parse import HeadingMark, ParseError, build_sections, require_blocks
+from windowrag_pg.parse.types import Block, ParsedDocument
+
+BLOCK_SEPARATOR = "\n\n"
+ROW_CELL_SEPARATOR = " | "
+_HEADING_STYLE = re.compile(r"(?i)^heading\s*([1-9])$")
+_LIST_STYLE = re.compile(r"(?i)^list\b")
+
+
+def parse_docx_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument:
+    document = _open(data)
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    parts: list[str] = []
+    items: list[Block | HeadingMark] = []
+    length = 0
+    first_title: str | None = None
+
+    def add(kind: str, text: str, level: int | None = None) -> None:
+        nonlocal length
+        text = text.strip().replace("\x00", "\ufffd")
+        if not text:
+            return
+        if parts:
+            parts.append(BLOCK_SEPARATOR)
+            length += len(BLOCK_SEPARATOR)
+        if level is not None:
+            items.append(HeadingMark(length, level, " ".join(text.split())))
+        parts.append(text)
+        items.append(Block(kind, length, length + len(text)))
+        length += len(text)
+
+    for element in document.element.body.iterchildren():
+        tag = element.tag.rsplit("}", 1)[-1]
+        if tag == "p":
+            paragraph = Paragraph(element, document)
+            style = (paragraph.style.name if paragraph.style is not None else "") or ""
+            heading = _HEADING_STYLE.match(style)
+            if heading or style.lower() == "title":
+                level = int(heading.group(1)) if heading else 1
+                if not heading and first_title is None and paragraph.text.strip():
+                    first_title = " ".join(paragraph.text.split())
+                add("heading", paragraph.text, min(level, 6))
+            elif _LIST_STYLE.match(style) or element.pPr is not None and element.pPr.numPr is not None:
+                add("list_item", paragraph.text)
+            else:
+                add("paragraph", paragraph.text)
+        elif tag == "tbl":
+            for row in Table(element, document).rows:
+                cells: list[str] = []
+                for cell in row.cells:  # a merged cell comes back once per grid column it spans
+                    text = " ".join(cell.text.split())
+                    if text and (not cells or cells[-1] != text):
+                        cells.append(text)
+                add("table_row", ROW_CELL_SEPARATOR.join(cells))
+    text = "".join(parts)
+    sections = require_blocks(build_sections(len(text), items), "docx")
+    return ParsedDocument(text=text, sections=sections, format="docx",
+                          title=title if title is not None else _core_title(document) or first_title)
+
+
+def _open(data: bytes):
+    """A python-docx Document of DATA, or ParseError saying why not."""
+    import docx  # imported here: only Word ingestion pays for it
+
+    if not bytes(data[:4]).startswith(b"PK"):
+        start = bytes(data[:40]).decode("utf-8", "replace").split("\n")[0].strip()
+        raise ParseError("unreadable DOCX: not a Word document (a .docx is a zip archive" +
+                         (f"; this starts with {start!r})" if start else ": this is empty)"))
+    try:
+        return docx.Document(io.BytesIO(data))
+    except Exception as error:  # python-docx raises many types for damaged or other zip files
+        raise ParseError(f"unreadable DOCX: {type(error).__name__}: {error}") from None
+
+
+def _core_title(document) -> str | None:
+    try:
+        title = document.core_properties.title
+    except Exception:
+        return None
+    title = " ".join((title or "").split())
+    return title if re.search(r"[^\W\d_]", title) else None
