@@ -346,15 +346,17 @@ def test_cli_queries_go_to_the_read_replica_of_the_environment(db_url, conn, col
     assert json.loads(capsys.readouterr().out)["contexts"]
 
 
+# A Markdown table whose |---| rule is 300 tokens wide, between sentences worth sending.
+HOTEL_RATES = ("# Hotel rates\n\nRates are reviewed every year by the travel team.\n\n"
+               f"| City | Nightly rate |\n|{'-' * 150}|{'-' * 150}|\n| Paris | 210 EUR |\n| Lyon | 140 EUR |\n\n"
+               "Book through the travel portal.\n")
+
+
 def test_the_token_budget_holds_for_the_text_between_sentences(conn, collection_name, embedder):
     """The budget counted each sentence's own tokens: a Markdown table's wide |---| row between
     two sentences was sent uncounted (a budget of 100: 21 tokens counted, 324 sent)."""
-    dashes = "-" * 150
-    text = ("# Hotel rates\n\nRates are reviewed every year by the travel team.\n\n"
-            f"| City | Nightly rate |\n|{dashes}|{dashes}|\n| Paris | 210 EUR |\n| Lyon | 140 EUR |\n\n"
-            "Book through the travel portal.\n")
     Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
-        [SourceDocument(external_id="rates", format="markdown", text=text)])
+        [SourceDocument(external_id="rates", format="markdown", text=HOTEL_RATES)])
     for selection in ("segments", "windows"):
         result = Pipeline(conn, collection=collection_name, embedder=embedder).search(
             "nightly hotel rate in Paris", token_budget=100, min_relevance=None, selection=selection)
@@ -370,12 +372,8 @@ def test_the_selection_counts_the_text_between_sentences_when_it_plans(conn, col
     """The selection counted sentences alone and the budget was held afterwards by cutting
     contexts short: a run across the table's wide |---| row was chosen, then lost sentences.
     Now the runs it plans are the contexts sent, their tokens with the markup inside them."""
-    dashes = "-" * 150
-    text = ("# Hotel rates\n\nRates are reviewed every year by the travel team.\n\n"
-            f"| City | Nightly rate |\n|{dashes}|{dashes}|\n| Paris | 210 EUR |\n| Lyon | 140 EUR |\n\n"
-            "Book through the travel portal.\n")
     Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
-        [SourceDocument(external_id="rates", format="markdown", text=text)])
+        [SourceDocument(external_id="rates", format="markdown", text=HOTEL_RATES)])
     result = Pipeline(conn, collection=collection_name, embedder=embedder).search(
         "nightly hotel rate in Paris", token_budget=100, min_relevance=None)
     planned = [(s["first_ordinal"], s["last_ordinal"], s["tokens"]) for s in result.trace["segments"]]
