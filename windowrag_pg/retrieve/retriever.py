@@ -374,8 +374,16 @@ def _context(row) -> Context:
     )
 
 
-# gaps up to this many characters are tokenized; longer ones count their non-space characters
+# gaps up to this many characters are tokenized; longer ones count the UTF-8 bytes of their
+# non-space characters (candidates_from_rows)
 MAX_COUNTED_GAP = 2_000
+
+
+def _gap_token_counts(gaps: list[str], count_tokens: Callable[[Sequence[str]], list[int]] | None) -> list[int]:
+    """Each gap's tokens, or its bound (candidates_from_rows), in one tokenizer call."""
+    counted = {i: gap for i, gap in enumerate(gaps) if count_tokens is not None and len(gap) <= MAX_COUNTED_GAP}
+    exact = dict(zip(counted, count_tokens(list(counted.values())))) if counted else {}
+    return [exact[i] if i in exact else len("".join(gap.split()).encode("utf-8")) for i, gap in enumerate(gaps)]
 
 
 def candidates_from_rows(query: str, rows, timings_ms: dict[str, float], *,
@@ -385,11 +393,7 @@ def candidates_from_rows(query: str, rows, timings_ms: dict[str, float], *,
     counts the UTF-8 bytes of its characters that are not spaces: at least its tokens for
     WordPiece and byte-level BPE tokenizers (a token holds a byte or more), so the budget holds;
     and a 1 MB base64 image in raw HTML is not tokenized on every query."""
-    gaps = [row[-1] for row in rows if row[-1]]
-    counted = [g for g in gaps if len(g) <= MAX_COUNTED_GAP] if count_tokens is not None else []
-    exact = iter(count_tokens(counted) if counted else [])
-    gap_tokens = iter([next(exact) if count_tokens is not None and len(g) <= MAX_COUNTED_GAP
-                       else len("".join(g.split()).encode("utf-8")) for g in gaps])
+    gap_tokens = iter(_gap_token_counts([row[-1] for row in rows if row[-1]], count_tokens))
     sentences: list[CandidateSentence] = []
     documents: dict[int, tuple[str, str | None]] = {}
     sections: dict[int, list[str]] = {}
