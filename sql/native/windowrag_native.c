@@ -19,7 +19,9 @@
 #include "funcapi.h"
 #include "tsearch/ts_type.h"
 #include "utils/array.h"
-#include "varatt.h"
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"				/* before 16 its macros are in postgres.h */
+#endif
 
 PG_MODULE_MAGIC;
 
