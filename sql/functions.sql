@@ -300,10 +300,11 @@ END $$;
 -- graph finds the nearest poorly; without it the graph is far better at the same ef_search
 -- (docs/performance.md). Cosines of centred vectors rank differently, so the greatest(ef_search,
 -- n) nearest are read through the index and re-ranked by the cosine of the stored halfvecs, as
--- for 'binary'. The centre is written into the index expression as a literal; the query passes
--- it (and the spread) as parameters ($5, $6), which the one-shot plan of EXECUTE folds into the
--- same constants, so the planner matches the index without parsing ~3 KB of literal text per
--- vector in each query (migration 0024: dense_search p50 -16% on a centred halfvec index, -22%
+-- for 'binary'. The centre is a constant of the index's key (written in the index's key function
+-- since 2026-11-26, store.collections._key_function, which the planner inlines; as a literal in
+-- the index before); the query passes it (and the spread) as parameters ($5, $6), which the
+-- one-shot plan of EXECUTE folds into the same constants, so the planner matches the index
+-- without parsing ~3 KB of literal text per vector in each query (migration 0024: dense_search p50 -16% on a centred halfvec index, -22%
 -- on a three-level binary one, at 100k; docs/performance.md).
 -- A binary index built with a spread too (collections.vector_spread, migration 0023: 0.9 of the
 -- rows' standard deviation in each dimension) has three bits a dimension: whether the centred

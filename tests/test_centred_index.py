@@ -10,10 +10,15 @@ from windowrag_pg import doctor
 from windowrag_pg.doctor import centre_indexes, run_checks
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.sources import iter_sources
-from windowrag_pg.store.collections import collection_centre, get_collection, index_statistics
+from windowrag_pg.store.collections import (
+    collection_centre, collection_index_name, delete_collection, get_collection, index_statistics,
+)
 
 from .conftest import plans_of, scratch_database
 from .test_binary_index import EXACT, QUERIES, binary_collection, index_definition  # noqa: F401 (a fixture)
+
+
+KEY_FUNCTIONS = "SELECT proname FROM pg_proc WHERE starts_with(proname, %s)"
 
 
 def embeddings(conn, name: str) -> np.ndarray:
@@ -39,7 +44,9 @@ def test_a_bulk_load_centres_the_index_on_its_rows_and_dense_search_reranks_exac
     assert len(vectors) > 600 and centre.shape == (384,)
     # the mean of the rows, to halfvec precision (BGE's shared component: far from 0)
     assert np.abs(centre - vectors.mean(axis=0)).max() < 1e-3 and np.linalg.norm(centre) > 0.5
-    assert f"(embedding)::halfvec(384) - '{centre_text}'::halfvec(384))" in index_definition(conn, centred_collection)
+    definition = index_definition(conn, centred_collection)
+    assert "(embedding))::halfvec(384)) halfvec_cosine_ops" in definition  # the key function's call
+    assert f"RETURN ((v)::halfvec(384) - '{centre_text}'::halfvec(384))" in definition
     for query in QUERIES:
         vector = embedder.embed_query(query).tolist()
         got = conn.execute("SELECT sentence_id, distance FROM windowrag.dense_search(%s, %s::vector, 10, ef_search => 1000)",
@@ -120,6 +127,8 @@ def test_doctor_recentres_an_index_whose_rows_moved_away_from_its_centre(conn, e
     assert collection_name in centre_indexes(conn)
     second = collection_centre(conn, collection)
     assert second != first and f"'{second}'::halfvec(384)" in index_definition(conn, collection_name)
+    assert f"'{first}'" not in index_definition(conn, collection_name)
+    assert len(conn.execute(KEY_FUNCTIONS, [f"index_key_c{collection.id}_"]).fetchall()) == 1  # the old one dropped
     assert not [c for c in run_checks(conn) if c.name == advice]
     vector = embedder.embed_query("Who founded the university?").tolist()
     got = conn.execute("SELECT sentence_id FROM windowrag.dense_search(%s, %s::vector, 5, ef_search => 1000)",
@@ -185,3 +194,20 @@ def test_missing_statistics_names_what_an_index_built_on_its_rows_would_have():
     assert missing_statistics(binary, None, None).startswith("not centred")
     assert missing_statistics(binary, "[0.1]", None).startswith("one sign bit a dimension")
     assert missing_statistics(binary, "[0.1]", "[0.2]") is None
+
+
+@pytest.mark.parametrize("kind", ["halfvec", "binary"])
+def test_the_index_keeps_its_constants_in_a_function_that_goes_with_it(conn, embedder, eval_dir, collection_name, kind):
+    sources = list(iter_sources([eval_dir / "contractnli-dev" / "documents.jsonl"]))[:2]
+    report = Ingestor(conn, collection=collection_name, embedder=embedder, vector_index=kind, bulk=True).ingest(sources)
+    assert not report.errors
+    collection = get_collection(conn, collection_name)
+    prefix = f"index_key_c{collection.id}_"
+    assert len(conn.execute(KEY_FUNCTIONS, [prefix]).fetchall()) == 1
+    # pg_index keeps the function's call: a row small enough for PostgreSQL 14-17, whose pg_index
+    # has no TOAST table (the three-level key's literals made it 8,216 bytes compressed: refused)
+    size = conn.execute("SELECT pg_column_size(indexprs) FROM pg_index WHERE indexrelid = to_regclass(%s)",
+                        [f"windowrag.{collection_index_name(collection)}"]).fetchone()[0]
+    assert size < 1_000
+    delete_collection(conn, collection_name)
+    assert conn.execute(KEY_FUNCTIONS, [prefix]).fetchall() == []

@@ -298,7 +298,7 @@ def test_two_first_ingests_of_a_new_collection_at_once_both_succeed(db_url, conn
     first = connect(db_url)  # not autocommit: its CREATE INDEX stays uncommitted
     second = connect(db_url, autocommit=True)
     try:
-        first.execute(store._index_statement(collection, None, None, concurrently=False))
+        store._create_index(first, collection, None, None, concurrently=False)
         failure: list[BaseException] = []
 
         def ensure() -> None:

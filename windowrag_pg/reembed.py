@@ -25,7 +25,7 @@ from .db.sqlfiles import load_sql
 from .embed.base import Embedder
 from .embed.headers import embedding_text
 from .store.collections import (
-    Collection, check_dimension, collection_index_name, ensure_collection_index, get_collection,
+    Collection, check_dimension, collection_index_name, drop_unused_index_keys, ensure_collection_index, get_collection,
 )
 
 
@@ -67,6 +67,7 @@ def reembed_collection(conn: psycopg.Connection, name: str, embedder: Embedder, 
         ensure_collection_index(conn, get_collection(conn, name))
     conn.execute(sql.SQL(load_sql("drop_collection_index")).format(concurrently=sql.SQL(""),
         index_name=sql.Identifier(collection_index_name(old))))
+    drop_unused_index_keys(conn, old)
     if not conn.autocommit:
         conn.commit()
     return len(current)

@@ -1,6 +1,7 @@
 """Collections: a named set of documents embedded with one model."""
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -181,26 +182,30 @@ def collection_has_sentences(conn: psycopg.Connection, collection: Collection) -
     return conn.execute(load_sql("collection_has_sentences"), [collection.id]).fetchone()[0]
 
 
-def vector_expression(value: sql.Composable, dimension: int, centre: str | None) -> sql.Composable:
+def vector_expression(value: sql.Composable, dimension: int, centre: str | None, *,
+                      typed: bool = True) -> sql.Composable:
     """VALUE as a collection's halfvec index takes it: cast to halfvec(DIMENSION), minus the index's
-    CENTRE (collections.vector_centre as text, migration 0022) when it has one."""
+    CENTRE (collections.vector_centre as text, migration 0022) when it has one. TYPED False leaves
+    off the difference's last cast (what a key function returns: _key_function)."""
     vector = sql.SQL("{}::halfvec({})").format(value, sql.Literal(dimension))
     if centre is None:
         return vector
+    difference = sql.SQL("{} - {}::halfvec({})").format(vector, sql.Literal(centre), sql.Literal(dimension))
     # the difference has no dimension of its own, which HNSW needs: cast again
-    return sql.SQL("(({} - {}::halfvec({d}))::halfvec({d}))").format(vector, sql.Literal(centre), d=sql.Literal(dimension))
+    return sql.SQL("(({})::halfvec({}))").format(difference, sql.Literal(dimension)) if typed else difference
 
 
 def index_key(value: sql.Composable, dimension: int, *, vector_index: str = "halfvec",
-              centre: str | None = None, spread: str | None = None) -> sql.Composable:
+              centre: str | None = None, spread: str | None = None, typed: bool = True) -> sql.Composable:
     """VALUE (a halfvec) as the collection's HNSW index keys it. halfvec: vector_expression. binary:
     the sign bits of VALUE (migration 0012), of VALUE minus CENTRE (0022), or with a SPREAD (0023)
     three bits a dimension: whether the centred value is above -SPREAD, 0 and +SPREAD. The planner
     serves a query by the index only when the query's expression is the same once constants are
     folded: windowrag.dense_search writes it the same way, with the centre and spread as
-    parameters of its one-shot plan (migration 0024) instead of these literals."""
+    parameters of its one-shot plan (migration 0024) instead of these literals. TYPED False leaves
+    off the last cast, to the key's type with its dimensions (key_type)."""
     if vector_index != "binary":
-        return vector_expression(value, dimension, centre)
+        return vector_expression(value, dimension, centre, typed=typed)
     d = sql.Literal(dimension)
     vector = value if centre is None else vector_expression(value, dimension, centre)
 
@@ -208,10 +213,18 @@ def index_key(value: sql.Composable, dimension: int, *, vector_index: str = "hal
         return sql.SQL("binary_quantize({})::bit({})").format(v, d)
 
     if spread is None:
-        return bits(vector)
+        return bits(vector) if typed else sql.SQL("binary_quantize({})").format(vector)
     offset = sql.SQL("{}::halfvec({})").format(sql.Literal(spread), d)
     below, above = (sql.SQL("({} {} {})::halfvec({})").format(vector, sql.SQL(op), offset, d) for op in ("-", "+"))
-    return sql.SQL("({} || {} || {})::bit({})").format(bits(below), bits(vector), bits(above), sql.Literal(3 * dimension))
+    levels = sql.SQL("{} || {} || {}").format(bits(below), bits(vector), bits(above))
+    return sql.SQL("({})::bit({})").format(levels, sql.Literal(3 * dimension)) if typed else levels
+
+
+def key_type(dimension: int, *, vector_index: str = "halfvec", spread: str | None = None) -> sql.Composable:
+    """The type of a collection's index keys (index_key), dimensions included."""
+    if vector_index != "binary":
+        return sql.SQL("halfvec({})").format(sql.Literal(dimension))
+    return sql.SQL("bit({})").format(sql.Literal(dimension if spread is None else 3 * dimension))
 
 
 def collection_centre(conn: psycopg.Connection, collection: Collection) -> str | None:
@@ -228,17 +241,65 @@ def index_statistics(conn: psycopg.Connection, collection: Collection) -> tuple[
     return row
 
 
-def _index_statement(collection: Collection, centre: str | None, spread: str | None, *, concurrently: bool,
-                     index_name: str | None = None) -> sql.Composed:
+# An index key with constants in it (the centre, the spread) is the call of a function of its own
+# whose body holds them. CREATE INDEX keeps its expression in pg_index, which has no TOAST table
+# before PostgreSQL 18: the three-level binary key (the centre three times, the spread twice, ~22 KB
+# of expression at 384 dimensions) was refused there ("row is too big: size 8216, maximum size
+# 8160" on PostgreSQL 15), and so would a centred halfvec key of a few thousand dimensions.
+# pg_proc keeps long bodies out of line in every version. The function is IMMUTABLE SQL with one
+# expression for a body, which the planner inlines wherever it reads the index's expression, so
+# the index serves the queries written with the constants (windowrag.dense_search) as it did when
+# they were literals in the index. Named after the collection and the body; one no index uses
+# any more is dropped with drop_unused_index_keys.
+KEY_FUNCTION_PREFIX = "index_key_c"  # + the collection's id, "_", a digest of the body
+
+
+def _key_function(conn: psycopg.Connection, collection: Collection, centre: str | None,
+                  spread: str | None) -> sql.Composable | None:
+    """Create the function that computes the collection's index key with CENTRE and SPREAD (above);
+    its name. None when the key has no constants (no centre): the index is keyed by the expression."""
+    if centre is None:
+        return None
+    kind, dimension = collection.vector_index, collection.dimension
+    body = index_key(sql.SQL("v"), dimension, vector_index=kind, centre=centre, spread=spread, typed=False)
+    digest = hashlib.sha256(body.as_string(conn).encode()).hexdigest()[:16]
+    name = sql.Identifier("windowrag", f"{KEY_FUNCTION_PREFIX}{collection.id}_{digest}")
+    # (bit || bit is bit varying)
+    returns = "halfvec" if kind != "binary" else ("bit" if spread is None else "bit varying")
+    constants = "centre" if spread is None else "centre and spread"
+    comment = (f"The key of the HNSW index of collection id {collection.id} (windowrag.collections) with its {constants} "
+               "in the body (pg_index rows cannot hold them before PostgreSQL 18); the planner inlines it. "
+               "Dropped when no index uses it (store.collections._key_function).")
+    conn.execute(sql.SQL(load_sql("create_index_key_function")).format(
+        name=name, returns=sql.SQL(returns), body=body, comment=sql.Literal(comment)))
+    return name
+
+
+def _create_index(conn: psycopg.Connection, collection: Collection, centre: str | None, spread: str | None, *,
+                  concurrently: bool, index_name: str | None = None) -> None:
     """CREATE INDEX for the collection (named INDEX_NAME, default its own), keyed by index_key."""
     statement = "collection_index_binary" if collection.vector_index == "binary" else "collection_index"
-    return sql.SQL(load_sql(statement)).format(
+    function = _key_function(conn, collection, centre, spread)
+    if function is None:
+        key = index_key(sql.SQL("embedding"), collection.dimension, vector_index=collection.vector_index)
+    else:
+        key = sql.SQL("{}(embedding)::{}").format(
+            function, key_type(collection.dimension, vector_index=collection.vector_index, spread=spread))
+    conn.execute(sql.SQL(load_sql(statement)).format(
         concurrently=sql.SQL("CONCURRENTLY" if concurrently else ""),
         index_name=sql.Identifier(index_name or collection_index_name(collection)),
-        key=index_key(sql.SQL("embedding"), collection.dimension, vector_index=collection.vector_index,
-                      centre=centre, spread=spread),
+        key=key,
         collection_id=sql.Literal(collection.id),
-    )
+    ))
+
+
+def drop_unused_index_keys(conn: psycopg.Connection, collection: Collection) -> int:
+    """Drop the collection's key functions (_key_function) that no index uses; how many."""
+    names = [name for (name,) in conn.execute(load_sql("unused_index_keys"),
+                                              [f"{KEY_FUNCTION_PREFIX}{collection.id}_"]).fetchall()]
+    for name in names:
+        conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}(halfvec)").format(sql.Identifier("windowrag", name)))
+    return len(names)
 
 
 # A binary index's outer thresholds (migration 0023) sit this many of the rows' standard
@@ -338,7 +399,7 @@ def _ensure_collection_index(conn: psycopg.Connection, collection: Collection) -
             conn.execute(_drop_index_statement(collection, concurrently=False))
         try:
             with conn.transaction():  # a savepoint inside the caller's transaction
-                conn.execute(_index_statement(collection, *_statistics_of_rows(conn, collection), concurrently=False))
+                _create_index(conn, collection, *_statistics_of_rows(conn, collection), concurrently=False)
         except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
             # two first ingests of a new collection at once: the other session created it
             if collection_index_state(conn, collection) != "valid":
@@ -359,6 +420,7 @@ def drop_collection_index(conn: psycopg.Connection, collection: Collection) -> b
         return False
     with index_ddl_turn(conn):
         conn.execute(_drop_index_statement(collection, concurrently=True))
+        drop_unused_index_keys(conn, collection)
     return True
 
 
@@ -383,8 +445,9 @@ def build_collection_index(conn: psycopg.Connection, collection: Collection) -> 
             # the other half of a bulk load's end: its triggers deferred the BM25 statistics and
             # postings (an interrupted load too: this is also its repair)
             rebuild_bm25(conn, collection)
-            conn.execute(_index_statement(collection, *_statistics_of_rows(conn, collection), concurrently=True))
+            _create_index(conn, collection, *_statistics_of_rows(conn, collection), concurrently=True)
         conn.execute(load_sql("analyze_sentences"))  # (ANALYZE takes the lock a build holds: in the turn too)
+        drop_unused_index_keys(conn, collection)  # the invalid index's, if it had one
     return True
 
 
@@ -405,12 +468,13 @@ def centre_collection_index(conn: psycopg.Connection, collection: Collection) ->
         conn.execute(_drop_index_statement(collection, concurrently=True, index_name=staging))  # an interrupted run's
         centre, spread = _rows_statistics(conn, collection)
         with _index_build_settings(conn):
-            conn.execute(_index_statement(collection, centre, spread, concurrently=True, index_name=staging))
+            _create_index(conn, collection, centre, spread, concurrently=True, index_name=staging)
         with conn.transaction():
             _record_statistics(conn, collection, centre, spread)
             conn.execute(_drop_index_statement(collection, concurrently=False))
             conn.execute(sql.SQL(load_sql("rename_collection_index")).format(
                 staging=sql.Identifier(staging), index_name=sql.Identifier(name)))
+        drop_unused_index_keys(conn, collection)  # the old index's
     return True
 
 
@@ -480,7 +544,9 @@ def delete_collection(conn: psycopg.Connection, name: str) -> int:
         conn.execute(load_sql("delete_collection"), [collection.id])
         if not concurrently:
             conn.execute(_drop_index_statement(collection, concurrently=False))
+            drop_unused_index_keys(conn, collection)
     if concurrently:  # an index over no rows meanwhile; its name is never reused (collection ids are not)
         with index_ddl_turn(conn):
             conn.execute(_drop_index_statement(collection, concurrently=True))
+            drop_unused_index_keys(conn, collection)
     return documents
