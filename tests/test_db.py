@@ -1,12 +1,16 @@
 """Connection, server checks and migrations on the embedded PostgreSQL."""
 from __future__ import annotations
 
+import os
+
 import psycopg
 import pytest
 
 from windowrag_pg.db import connection as db
 
 
+@pytest.mark.skipif(bool(os.environ.get("WINDOWRAG_TEST_DATABASE_URL")),
+                    reason="the tests run on the server of WINDOWRAG_TEST_DATABASE_URL, not the embedded one")
 def test_embedded_server_has_postgres_18_and_pgvector_08(conn):
     assert conn.info.server_version >= 180000
     version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]

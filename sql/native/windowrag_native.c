@@ -304,8 +304,11 @@ bm25_sums_final(PG_FUNCTION_ARGS)
 		id_datums[i] = Int64GetDatum(kept[i].sentence_id);
 		sum_datums[i] = Float8GetDatum(kept[i].sum);
 	}
-	values[0] = PointerGetDatum(construct_array_builtin(id_datums, n_kept, INT8OID));
-	values[1] = PointerGetDatum(construct_array_builtin(sum_datums, n_kept, FLOAT8OID));
+	/* construct_array, not construct_array_builtin: PostgreSQL 15's takes no float8, 14 has none */
+	values[0] = PointerGetDatum(construct_array(id_datums, n_kept, INT8OID, sizeof(int64),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[1] = PointerGetDatum(construct_array(sum_datums, n_kept, FLOAT8OID, sizeof(float8),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
@@ -335,7 +338,7 @@ bm25_score(PG_FUNCTION_ARGS)
 	double	   *idfs;
 	double		score = 0;
 
-	deconstruct_array_builtin(lexemes, TEXTOID, &lexeme_datums, &lexeme_nulls, &n_lexemes);
+	deconstruct_array(lexemes, TEXTOID, -1, false, TYPALIGN_INT, &lexeme_datums, &lexeme_nulls, &n_lexemes);
 	idfs = array_values(idfs_array, FLOAT8OID, "idfs", &n_idfs);
 	if (n_idfs != n_lexemes)
 		ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
