@@ -298,7 +298,7 @@ def drop_unused_index_keys(conn: psycopg.Connection, collection: Collection) -> 
     names = [name for (name,) in conn.execute(load_sql("unused_index_keys"),
                                               [f"{KEY_FUNCTION_PREFIX}{collection.id}_"]).fetchall()]
     for name in names:
-        conn.execute(sql.SQL("DROP FUNCTION IF EXISTS {}(halfvec)").format(sql.Identifier("windowrag", name)))
+        conn.execute(sql.SQL(load_sql("drop_index_key_function")).format(name=sql.Identifier("windowrag", name)))
     return len(names)
 
 
