@@ -99,7 +99,11 @@ def test_reembed_moves_a_collection_to_another_model_atomically(db_url, conn, co
                         ).fetchone() == (0,)  # the old index is gone
     assert conn.execute("SELECT count(*) FROM windowrag.sentences WHERE collection_id = %s", [old_id]).fetchone() == (0,)
     index = conn.execute("SELECT pg_get_indexdef(%s::regclass)", [f"windowrag.sentences_embedding_hnsw_c{cid}"]).fetchone()[0]
-    assert "(embedding)::halfvec(256) - '[" in index and "::halfvec(256)) halfvec_cosine_ops" in index  # centred on the new rows
+    assert "(embedding))::halfvec(256)) halfvec_cosine_ops" in index  # keyed by its key function
+    keys = "SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE starts_with(p.proname, %s)"
+    [(key,)] = conn.execute(keys, [f"index_key_c{cid}_"]).fetchall()
+    assert "RETURN ((v)::halfvec(256) - '[" in key  # centred on the new rows
+    assert conn.execute(keys, [f"index_key_c{old_id}_"]).fetchall() == []  # the old index's went with it
     result = Pipeline(conn, collection=collection_name, embedder=new).search(
         "Which courts have jurisdiction over disputes?", k=3)
     assert result.contexts and all(h["dense_rank"] is not None for c in result.contexts[:1] for h in c.hits[:1])
