@@ -304,7 +304,7 @@ bm25_sums_final(PG_FUNCTION_ARGS)
 		id_datums[i] = Int64GetDatum(kept[i].sentence_id);
 		sum_datums[i] = Float8GetDatum(kept[i].sum);
 	}
-	/* construct_array, not construct_array_builtin: PostgreSQL 15's takes no float8, 14 has none */
+	/* construct_array, not construct_array_builtin, which took no float8 on PostgreSQL 15 (18 takes it) */
 	values[0] = PointerGetDatum(construct_array(id_datums, n_kept, INT8OID, sizeof(int64),
 												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	values[1] = PointerGetDatum(construct_array(sum_datums, n_kept, FLOAT8OID, sizeof(float8),
