@@ -9,6 +9,9 @@ DATABASE_URL_ENV = "WINDOWRAG_DATABASE_URL"
 READ_DATABASE_URL_ENV = "WINDOWRAG_READ_DATABASE_URL"
 HOME_ENV = "WINDOWRAG_HOME"
 STATEMENT_TIMEOUT_ENV = "WINDOWRAG_STATEMENT_TIMEOUT_MS"
+# the database URLs reach PostgreSQL through a transaction pooler (PgBouncer pool_mode=transaction):
+# the library then sets no session setting, which would stay on a pooled backend for other clients
+TRANSACTION_POOLER_ENV = "WINDOWRAG_TRANSACTION_POOLER"
 DEFAULT_COLLECTION = "default"
 
 
@@ -42,3 +45,13 @@ def statement_timeout_ms() -> int:
         raise ValueError(f"{STATEMENT_TIMEOUT_ENV}={raw!r} is not a whole number of milliseconds from 0 (no "
                          "timeout) to 2147483647")
     return value
+
+
+def behind_transaction_pooler() -> bool:
+    """$WINDOWRAG_TRANSACTION_POOLER: 1/true/yes/on or 0/false/no/off (unset: off); another value is named."""
+    raw = os.environ.get(TRANSACTION_POOLER_ENV, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"{TRANSACTION_POOLER_ENV}={raw!r} is neither on (1, true, yes, on) nor off (0, false, no, off)")

@@ -14,25 +14,24 @@ from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector_async
+from psycopg.pq import TransactionStatus
 
-from ..config import statement_timeout_ms
-from .connection import DatabaseError, _connection_url, _redact, connect, database_url
+from ..config import behind_transaction_pooler, statement_timeout_ms
+from .connection import DatabaseError, _redact, database_url, ensure_schema, same_server
 from .source import READ_REPLICA, SharedUse, _is_pool, name_errors
 from .sqlfiles import load_sql
 
-_checked: set[tuple[str, bool]] = set()
-
 
 async def prepare_async_connection(conn: psycopg.AsyncConnection, *, migrate: bool = True) -> None:
-    """As prepare_connection: server and schema checked (once per database), pgvector types
-    registered, statement timeout set."""
-    url = _connection_url(conn)
-    if (url, migrate) not in _checked:
-        await asyncio.to_thread(lambda: connect(url, migrate=migrate).close())
-        _checked.add((url, migrate))
+    """As prepare_callers_connection: server and schema checked (once per server, on a connection
+    of our own), pgvector types registered, statement timeout set (none behind a transaction
+    pooler); the caller's transaction, if one is open, is left as it is."""
+    await asyncio.to_thread(ensure_schema, same_server(conn), migrate=migrate)
+    idle = conn.info.transaction_status == TransactionStatus.IDLE
     await register_vector_async(conn)
-    await conn.execute(load_sql("set_statement_timeout"), [str(statement_timeout_ms())])
-    if not conn.autocommit:
+    if not behind_transaction_pooler():
+        await conn.execute(load_sql("set_statement_timeout"), [str(statement_timeout_ms())])
+    if idle and not conn.autocommit:
         await conn.commit()
 
 
@@ -112,7 +111,7 @@ async def _open(url: str | None, *, migrate: bool) -> psycopg.AsyncConnection:
     # database_url may start the embedded server: blocking, so in a thread
     resolved = await asyncio.to_thread(database_url, url)
     try:
-        conn = await psycopg.AsyncConnection.connect(resolved, autocommit=True)
+        conn = await psycopg.AsyncConnection.connect(resolved, autocommit=True, prepare_threshold=None)
     except psycopg.OperationalError as exc:
         raise DatabaseError(f"cannot connect to {_redact(resolved)}: {exc}".strip()) from exc
     try:

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+import weakref
 from importlib import resources
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.pq import TransactionStatus
 from pgvector.psycopg import register_vector
 
-from ..config import database_url_from_env, statement_timeout_ms
+from ..config import behind_transaction_pooler, database_url_from_env, statement_timeout_ms
 from .embedded import start_embedded
 from .sqlfiles import load_sql
 
@@ -44,7 +47,7 @@ def connect(url: str | None = None, *, migrate: bool = True, autocommit: bool = 
     """Open a psycopg connection with pgvector types registered and the schema at head."""
     resolved = database_url(url)
     try:
-        conn = psycopg.connect(resolved, autocommit=autocommit, **connect_timeout(resolved))
+        conn = psycopg.connect(resolved, autocommit=autocommit, prepare_threshold=None, **connect_timeout(resolved))
     except psycopg.OperationalError as exc:
         raise DatabaseError(f"cannot connect to {_redact(resolved)}: {_redact(str(exc))}".strip()) from exc
     except psycopg.ProgrammingError as exc:  # a URL libpq cannot read
@@ -85,9 +88,57 @@ def prepare_connection(conn: psycopg.Connection, *, migrate: bool = True) -> Non
             "a windowrag role as the schema's owner (windowrag_reader, windowrag_writer or windowrag_service: "
             "docs/tenancy.md)") from None
     register_vector(conn)
-    conn.execute(load_sql("set_statement_timeout"), [str(statement_timeout_ms())])
+    set_session_defaults(conn)
     if not conn.autocommit:
         conn.commit()
+    _ready.add(conn)
+
+
+# Connections made ready (by connect, or on first use): a second Pipeline over the same connection
+# does not register the types again.
+_ready: weakref.WeakSet = weakref.WeakSet()
+
+
+def set_session_defaults(conn: psycopg.Connection) -> None:
+    """The library's statement timeout, a session setting: none behind a transaction pooler, where
+    it would stay on a pooled backend for other clients (the role's or server's setting applies)."""
+    if not behind_transaction_pooler():
+        conn.execute(load_sql("set_statement_timeout"), [str(statement_timeout_ms())])
+
+
+# Which servers' schemas this process has checked (and migrated): a caller's connection is not
+# used for that (its transaction is the caller's); a connection of our own is, once per server.
+_schema_checked: set[tuple[str, bool]] = set()
+_schema_lock = threading.Lock()
+
+
+def ensure_schema(conninfo: str, *, migrate: bool = True) -> None:
+    """Check the server at CONNINFO and bring its schema to head (MIGRATE) or check it is there,
+    on a short-lived connection of our own, once per process."""
+    with _schema_lock:
+        if (conninfo, migrate) not in _schema_checked:
+            connect(conninfo, migrate=migrate).close()
+            _schema_checked.add((conninfo, migrate))
+
+
+def same_server(conn: psycopg.Connection | psycopg.AsyncConnection) -> str:
+    """A conninfo string that opens another connection like CONN (its parameters and password)."""
+    password = conn.info.password
+    return make_conninfo(conn.info.dsn, **({"password": password} if password else {}))
+
+
+def prepare_callers_connection(conn: psycopg.Connection, *, migrate: bool = True) -> None:
+    """Make a connection the caller gave us ready (pgvector types, statement timeout) without ending
+    the caller's transaction; the server and schema are checked on a connection of our own."""
+    if conn in _ready:
+        return
+    ensure_schema(same_server(conn), migrate=migrate)
+    idle = conn.info.transaction_status == TransactionStatus.IDLE
+    register_vector(conn)
+    set_session_defaults(conn)
+    if idle and not conn.autocommit:
+        conn.commit()  # the transaction our statements opened, not the caller's
+    _ready.add(conn)
 
 
 def check_server(conn: psycopg.Connection) -> None:
@@ -226,7 +277,8 @@ def _run_alembic(conn: psycopg.Connection, action: str, revision: str, *, attrib
         conn.rollback()
     # Alembic works through SQLAlchemy: hand it a connection of its own on the same database.
     url = _connection_url(conn)
-    engine = create_engine(sqlalchemy_url(url), poolclass=NullPool)
+    # prepare_threshold=None: no server-side prepared statement (they break transaction poolers)
+    engine = create_engine(sqlalchemy_url(url), poolclass=NullPool, connect_args={"prepare_threshold": None})
     try:
         with engine.begin() as sa_conn:
             sa_conn.exec_driver_sql(load_sql("migration_lock"), (MIGRATION_LOCK_KEY,))

@@ -17,7 +17,12 @@ import psycopg
 from psycopg.pq import TransactionStatus
 
 from ..config import READ_DATABASE_URL_ENV
-from .connection import DatabaseError, connect, prepare_connection
+from .connection import (
+    DatabaseError,
+    connect,
+    prepare_callers_connection,
+    prepare_connection,
+)
 
 
 class ConnectionSource(Protocol):
@@ -56,16 +61,20 @@ class SharedUse:
 
 
 class SingleConnection:
-    """One connection shared by every call (psycopg serialises its use between threads)."""
+    """One connection shared by every call (psycopg serialises its use between threads), made
+    ready on first use as a pool's are (a connection of wr.connect already is)."""
 
-    def __init__(self, conn: psycopg.Connection) -> None:
+    def __init__(self, conn: psycopg.Connection, *, migrate: bool = True) -> None:
         self.conn = conn
+        self.migrate = migrate
         self._use = SharedUse()
+        self._ready_lock = threading.Lock()
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
         self._use.enter(self.conn)
         try:
+            self._make_ready()
             yield self.conn
         finally:
             if self._use.leave(self.conn):
@@ -73,6 +82,10 @@ class SingleConnection:
                     self.conn.rollback()
                 finally:
                     self._use.ended()
+
+    def _make_ready(self) -> None:
+        with self._ready_lock:
+            prepare_callers_connection(self.conn, migrate=self.migrate)
 
 
 class PooledConnections:
@@ -153,7 +166,7 @@ def connection_source(target: Any, *, migrate: bool = True) -> ConnectionSource:
     MIGRATE=False: only check that the schema is at head (a read replica cannot be migrated).
     """
     if isinstance(target, psycopg.Connection):
-        return SingleConnection(target)
+        return SingleConnection(target, migrate=migrate)
     if target is None or isinstance(target, str):
         return LazyConnection(target, migrate=migrate)
     if _is_pool(target, "ConnectionPool"):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
+from ..config import behind_transaction_pooler
+from ..db.connection import same_server
 from ..db.sqlfiles import load_sql
 from ..limits import problem
 from .bm25 import rebuild_bm25
@@ -345,30 +348,41 @@ def _outside_transaction(conn: psycopg.Connection) -> bool:
 # Any constant (not the migration lock's): one vector-index build or drop on windowrag.sentences at a time.
 INDEX_DDL_LOCK_KEY = 0x77696E65
 INDEX_DDL_POLL_SECONDS = 0.2
+# Connections whose turn is running (index_ddl_turn is reentrant: a build inside ensure_collection_index's turn)
+_turn_holders: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @contextmanager
 def index_ddl_turn(conn: psycopg.Connection) -> Iterator[None]:
-    """This session's turn to build or drop a vector index on the shared sentences table.
+    """CONN's turn to build or drop a vector index on the shared sentences table.
 
     Every collection's index is on windowrag.sentences. Two CREATE INDEX CONCURRENTLY there at
     once deadlock: the second waits for the first's table lock inside its transaction, and the
     first waits for every transaction that holds a snapshot, the second's included (two bulk loads
-    into two new collections at once: one index left invalid, 4 times in 4). A session-level
-    advisory lock taken in turn avoids that, and it is polled with pg_try_advisory_lock, because a
-    session waiting inside pg_advisory_lock holds a snapshot the running build would wait for.
-    Only outside a transaction block (a caller's transaction keeps its snapshot anyway); reentrant.
+    into two new collections at once: one index left invalid, 4 times in 4). The turn is an
+    advisory lock held by a transaction that a second connection keeps open meanwhile (READ
+    COMMITTED and idle after a last statement that keeps no snapshot: none a build would wait for), polled
+    with pg_try_advisory_xact_lock so that no waiter sits in a statement either. A transaction's
+    lock, unlike a session's, stays with it behind a transaction pooler (PgBouncer) and ends with
+    it, even when this process dies. Only outside a transaction block (a caller's transaction keeps
+    its snapshot anyway); reentrant.
     """
-    if not _outside_transaction(conn):
+    if not _outside_transaction(conn) or conn in _turn_holders:
         yield
         return
-    while not conn.execute(load_sql("index_ddl_try_lock"), [INDEX_DDL_LOCK_KEY]).fetchone()[0]:
-        time.sleep(INDEX_DDL_POLL_SECONDS)
-    try:
-        yield
-    finally:
-        if not conn.closed:
-            conn.execute(load_sql("index_ddl_unlock"), [INDEX_DDL_LOCK_KEY])
+    with psycopg.connect(same_server(conn), prepare_threshold=None) as holder:
+        holder.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+        while not holder.execute(load_sql("index_ddl_try_lock"), [INDEX_DDL_LOCK_KEY]).fetchone()[0]:
+            holder.rollback()
+            time.sleep(INDEX_DDL_POLL_SECONDS)
+        holder.execute(load_sql("index_ddl_hold"))
+        _turn_holders[conn] = holder
+        try:
+            yield
+        finally:
+            del _turn_holders[conn]
+            if not holder.broken:
+                holder.rollback()  # the turn ends with the transaction
 
 
 def ensure_collection_index(conn: psycopg.Connection, collection: Collection) -> None:
@@ -509,7 +523,12 @@ def centre_if_due(conn: psycopg.Connection, collection: Collection) -> bool:
 @contextmanager
 def _index_build_settings(conn: psycopg.Connection) -> Iterator[None]:
     """For an index build: maintenance_work_mem at least INDEX_BUILD_MEMORY, INDEX_BUILD_WORKERS
-    parallel workers, no statement timeout; the session's settings restored after."""
+    parallel workers, no statement timeout; the session's settings restored after. None of it
+    behind a transaction pooler: the settings would land on one pooled backend, the build on
+    another (the role's or server's settings apply; docs/services.md)."""
+    if behind_transaction_pooler():
+        yield
+        return
     memory, workers, timeout, enough = conn.execute(load_sql("index_build_settings"), [INDEX_BUILD_MEMORY]).fetchone()
     conn.execute(load_sql("set_index_build_settings"),
                  [memory if enough else INDEX_BUILD_MEMORY, str(INDEX_BUILD_WORKERS), "0"])
