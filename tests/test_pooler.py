@@ -97,6 +97,17 @@ def test_the_pooler_setting_is_read_and_a_bad_value_named(monkeypatch):
         behind_transaction_pooler()
 
 
+def test_a_cancelled_statement_behind_a_pooler_names_the_setting_in_force(monkeypatch):
+    from windowrag_pg.cli import database_error_message
+
+    cancelled = psycopg.errors.QueryCanceled("canceling statement due to statement timeout")
+    monkeypatch.setenv(TRANSACTION_POOLER_ENV, "1")  # the library set no timeout: not its 30 s
+    assert database_error_message(cancelled) == ("canceling statement due to statement timeout (the role's or "
+                                                 f"server's statement_timeout: {TRANSACTION_POOLER_ENV} is on)")
+    monkeypatch.delenv(TRANSACTION_POOLER_ENV)
+    assert database_error_message(cancelled).endswith("(the statement timeout is 30000 ms: WINDOWRAG_STATEMENT_TIMEOUT_MS)")
+
+
 def test_behind_a_transaction_pooler_no_session_setting_is_made(db_url, monkeypatch):
     with psycopg.connect(db_url) as plain:
         defaults = [plain.execute(f"SHOW {name}").fetchone()[0] for name in ("statement_timeout", "maintenance_work_mem")]

@@ -47,12 +47,15 @@ def database_error_message(exc) -> str:
     worker first), so the message alone does not always say which it was."""
     import psycopg
 
-    from .config import STATEMENT_TIMEOUT_ENV, statement_timeout_ms
+    from .config import STATEMENT_TIMEOUT_ENV, TRANSACTION_POOLER_ENV, behind_transaction_pooler, statement_timeout_ms
 
     diag = getattr(exc, "diag", None)
     message = (diag.message_primary if diag is not None and diag.message_primary else str(exc)).strip()
     if isinstance(exc, psycopg.errors.QueryCanceled):
-        message += f" (the statement timeout is {statement_timeout_ms()} ms: {STATEMENT_TIMEOUT_ENV})"
+        if behind_transaction_pooler():  # the library set none: the role's or the server's
+            message += f" (the role's or server's statement_timeout: {TRANSACTION_POOLER_ENV} is on)"
+        else:
+            message += f" (the statement timeout is {statement_timeout_ms()} ms: {STATEMENT_TIMEOUT_ENV})"
     return message
 
 
