@@ -230,8 +230,10 @@ def test_ingest_build_search_and_doctor_through_pgbouncer_in_transaction_mode(
     with connect(pgbouncer_url, autocommit=True) as pooled:
         assert [collection_index_state(pooled, get_collection(pooled, name))
                 for name in (collection_name, bulk_name)] == ["valid", "valid"]
-        checks = run_checks(pooled)
-        assert all(c.ok for c in checks), [c for c in checks if not c.ok]
+        # the server's checks and our collections' (other tests leave collections drifted on purpose)
+        checks = [c for c in run_checks(pooled)
+                  if "'" not in c.name or any(f"'{name}'" in c.name for name in (collection_name, bulk_name))]
+        assert len(checks) >= 5 and all(c.ok for c in checks), [c for c in checks if not c.ok]
         pipeline = Pipeline(pooled, collection=bulk_name, embedder=embedder)
         for i in range(12):
             assert pipeline.search(f"topic{i}", k=1).contexts[0].citation.document_id == f"bulk{i}"
