@@ -124,13 +124,19 @@ def test_behind_a_transaction_pooler_no_session_setting_is_made(db_url, monkeypa
             assert own.execute("SHOW maintenance_work_mem").fetchone()[0] != defaults[1]
 
 
-def test_the_index_turn_is_a_transaction_held_open_beside_the_connection(db_url, conn):
+@pytest.mark.parametrize("pooler", ["1", "0"])
+def test_the_index_turn_is_waited_for_and_ends_with_its_holder(db_url, conn, monkeypatch, pooler):
+    """Behind a pooler: a transaction another connection keeps open; otherwise the session's lock."""
+    monkeypatch.setenv(TRANSACTION_POOLER_ENV, pooler)
     with connect(db_url, autocommit=True) as own, connect(db_url, autocommit=True) as other:
         own_pid = own.info.backend_pid
         with index_ddl_turn(own):
             holders = advisory_locks(conn)
-            # held by another backend, idle in its transaction, with no snapshot a build would wait for
-            assert len(holders) == 1 and holders[0][0] != own_pid and holders[0][1:] == ("idle in transaction", None)
+            assert len(holders) == 1
+            if pooler == "1":  # another backend, idle in its transaction, with no snapshot a build would wait for
+                assert holders[0][0] != own_pid and holders[0][1:] == ("idle in transaction", None)
+            else:
+                assert holders[0][0] == own_pid
             with index_ddl_turn(own):  # reentrant
                 assert len(advisory_locks(conn)) == 1
             took: list[float] = []
@@ -146,7 +152,7 @@ def test_the_index_turn_is_a_transaction_held_open_beside_the_connection(db_url,
             assert not took  # the other connection waits for the turn
         waiter.join(timeout=10)
         assert took and took[0] - started >= 1.0
-    assert advisory_locks(conn) == []  # each turn ended with its transaction
+    assert advisory_locks(conn) == []  # each turn ended
 
 
 # --------------------------------------------------------------------------------------------

@@ -122,9 +122,19 @@ def ensure_schema(conninfo: str, *, migrate: bool = True) -> None:
 
 
 def same_server(conn: psycopg.Connection | psycopg.AsyncConnection) -> str:
-    """A conninfo string that opens another connection like CONN (its parameters and password)."""
-    password = conn.info.password
-    return make_conninfo(conn.info.dsn, **({"password": password} if password else {}))
+    """A conninfo string that opens another connection to the server CONN is connected to, as
+    its role: the host, address, port and database in use named explicitly (its dsn leaves out
+    libpq's defaults, which $PGPORT and the like would fill, and may list several hosts), with
+    its other parameters (sslmode, …) and password."""
+    info = conn.info
+    params = {key: value for key, value in info.get_parameters().items()
+              if key not in ("host", "hostaddr", "port", "target_session_attrs", "load_balance_hosts")}
+    params.update(host=info.host, port=str(info.port), dbname=info.dbname, user=info.user)
+    if info.hostaddr:
+        params["hostaddr"] = info.hostaddr
+    if info.password:
+        params["password"] = info.password
+    return make_conninfo(**params)
 
 
 def prepare_callers_connection(conn: psycopg.Connection, *, migrate: bool = True) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import warnings
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -360,29 +361,52 @@ def index_ddl_turn(conn: psycopg.Connection) -> Iterator[None]:
     once deadlock: the second waits for the first's table lock inside its transaction, and the
     first waits for every transaction that holds a snapshot, the second's included (two bulk loads
     into two new collections at once: one index left invalid, 4 times in 4). The turn is an
-    advisory lock held by a transaction that a second connection keeps open meanwhile (READ
-    COMMITTED and idle after a last statement that keeps no snapshot: none a build would wait for), polled
-    with pg_try_advisory_xact_lock so that no waiter sits in a statement either. A transaction's
-    lock, unlike a session's, stays with it behind a transaction pooler (PgBouncer) and ends with
-    it, even when this process dies. Only outside a transaction block (a caller's transaction keeps
-    its snapshot anyway); reentrant.
+    advisory lock, polled (pg_try_advisory_*lock), because a session waiting inside
+    pg_advisory_lock holds a snapshot the running build would wait for: CONN's session lock, or
+    behind a transaction pooler, where a session lock would stay on one pooled backend, a lock
+    held by a transaction that a second connection keeps open meanwhile (_turn_of_a_transaction).
+    Only outside a transaction block (a caller's transaction keeps its snapshot anyway); reentrant.
     """
     if not _outside_transaction(conn) or conn in _turn_holders:
         yield
         return
-    with psycopg.connect(same_server(conn), prepare_threshold=None) as holder:
-        holder.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
-        while not holder.execute(load_sql("index_ddl_try_lock"), [INDEX_DDL_LOCK_KEY]).fetchone()[0]:
-            holder.rollback()
-            time.sleep(INDEX_DDL_POLL_SECONDS)
-        holder.execute(load_sql("index_ddl_hold"))
-        _turn_holders[conn] = holder
+    with _turn_of_a_transaction(conn) if behind_transaction_pooler() else _turn_of_the_session(conn):
+        _turn_holders[conn] = True
         try:
             yield
         finally:
             del _turn_holders[conn]
-            if not holder.broken:
+
+
+@contextmanager
+def _turn_of_the_session(conn: psycopg.Connection) -> Iterator[None]:
+    while not conn.execute(load_sql("index_ddl_try_lock"), [INDEX_DDL_LOCK_KEY]).fetchone()[0]:
+        time.sleep(INDEX_DDL_POLL_SECONDS)
+    try:
+        yield
+    finally:
+        if not conn.closed:
+            conn.execute(load_sql("index_ddl_unlock"), [INDEX_DDL_LOCK_KEY])
+
+
+@contextmanager
+def _turn_of_a_transaction(conn: psycopg.Connection) -> Iterator[None]:
+    """The turn as a lock of a READ COMMITTED transaction on a connection of its own, idle after a
+    last statement that keeps no snapshot (so no build waits for it): the pooler keeps that
+    transaction on one backend, and the lock ends with it, even when this process dies."""
+    with psycopg.connect(same_server(conn), prepare_threshold=None) as holder:
+        holder.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+        while not holder.execute(load_sql("index_ddl_try_xact_lock"), [INDEX_DDL_LOCK_KEY]).fetchone()[0]:
+            holder.rollback()
+            time.sleep(INDEX_DDL_POLL_SECONDS)
+        holder.execute(load_sql("index_ddl_hold"))
+        try:
+            yield
+        finally:
+            try:
                 holder.rollback()  # the turn ends with the transaction
+            except psycopg.Error as exc:  # its backend ended meanwhile (a timeout of the pooler's)
+                warnings.warn(f"the index build's turn ended before the build did: {exc}", stacklevel=3)
 
 
 def ensure_collection_index(conn: psycopg.Connection, collection: Collection) -> None:
