@@ -29,6 +29,7 @@ if connection is not None:
 else:
     from windowrag_pg.db.connection import database_url, sqlalchemy_url
 
-    engine = create_engine(sqlalchemy_url(database_url()))
+    # no server-side prepared statement: they break transaction poolers (docs/services.md)
+    engine = create_engine(sqlalchemy_url(database_url()), connect_args={"prepare_threshold": None})
     with engine.begin() as conn:
         _run(conn)

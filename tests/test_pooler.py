@@ -88,6 +88,22 @@ def test_the_library_prepares_no_statement_on_the_server(db_url, embedder, sampl
         assert own.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()[0] == 0
 
 
+def test_another_connection_to_the_same_server_keeps_the_connections_parameters(db_url, monkeypatch):
+    """same_server opens the index turn's holder and the migrations' connection: the host, port and
+    database in use named (libpq's defaults would come from $PGPORT and the like), the other
+    parameters kept (a URL rebuilt from host, port and user lost sslmode and certificates)."""
+    from windowrag_pg.db.connection import same_server
+
+    with psycopg.connect(db_url, application_name="callers_app", sslmode="disable") as given:
+        params = conninfo_to_dict(same_server(given))
+        assert params["application_name"] == "callers_app" and params["sslmode"] == "disable"
+        assert (params["host"], params["port"], params["dbname"]) == (given.info.host, str(given.info.port),
+                                                                      given.info.dbname)
+        monkeypatch.setenv("PGPORT", "1")  # (no server there)
+        with psycopg.connect(same_server(given)) as another:
+            assert another.execute("SELECT current_setting('application_name')").fetchone()[0] == "callers_app"
+
+
 def test_the_pooler_setting_is_read_and_a_bad_value_named(monkeypatch):
     for value, expected in (("", False), ("0", False), ("off", False), ("1", True), ("TRUE", True), ("on", True)):
         monkeypatch.setenv(TRANSACTION_POOLER_ENV, value)

@@ -285,10 +285,12 @@ def _run_alembic(conn: psycopg.Connection, action: str, revision: str, *, attrib
 
     if not conn.autocommit:
         conn.rollback()
-    # Alembic works through SQLAlchemy: hand it a connection of its own on the same database.
-    url = _connection_url(conn)
-    # prepare_threshold=None: no server-side prepared statement (they break transaction poolers)
-    engine = create_engine(sqlalchemy_url(url), poolclass=NullPool, connect_args={"prepare_threshold": None})
+    # Alembic works through SQLAlchemy: hand it a connection of its own to the same server, with
+    # the connection's parameters (sslmode, certificates, …; a URL rebuilt from host, port and
+    # user lost them) and no server-side prepared statement (they break transaction poolers).
+    conninfo = same_server(conn)
+    engine = create_engine("postgresql+psycopg://", poolclass=NullPool,
+                           creator=lambda: psycopg.connect(conninfo, prepare_threshold=None))
     try:
         with engine.begin() as sa_conn:
             sa_conn.exec_driver_sql(load_sql("migration_lock"), (MIGRATION_LOCK_KEY,))
