@@ -126,12 +126,12 @@ def test_a_cancelled_statement_behind_a_pooler_names_the_setting_in_force(monkey
 
 def test_behind_a_transaction_pooler_no_session_setting_is_made(db_url, monkeypatch):
     with psycopg.connect(db_url) as plain:
-        defaults = [plain.execute(f"SHOW {name}").fetchone()[0] for name in ("statement_timeout", "maintenance_work_mem")]
+        defaults = [plain.execute("SELECT current_setting(%s)", [name]).fetchone()[0] for name in ("statement_timeout", "maintenance_work_mem")]
     monkeypatch.setenv(TRANSACTION_POOLER_ENV, "1")
     with connect(db_url, autocommit=True) as own:
         assert own.execute("SHOW statement_timeout").fetchone()[0] == defaults[0]
         with _index_build_settings(own):
-            assert [own.execute(f"SHOW {name}").fetchone()[0]
+            assert [own.execute("SELECT current_setting(%s)", [name]).fetchone()[0]
                     for name in ("statement_timeout", "maintenance_work_mem")] == defaults
     monkeypatch.delenv(TRANSACTION_POOLER_ENV)
     with connect(db_url, autocommit=True) as own:  # otherwise: the library's timeout, the build's memory

@@ -16,8 +16,14 @@ import psycopg
 from pgvector.psycopg import register_vector_async
 from psycopg.pq import TransactionStatus
 
-from ..config import behind_transaction_pooler, statement_timeout_ms
-from .connection import DatabaseError, _redact, database_url, ensure_schema, same_server
+from .connection import (
+    DatabaseError,
+    _redact,
+    database_url,
+    ensure_schema,
+    same_server,
+    session_statement_timeout,
+)
 from .source import READ_REPLICA, SharedUse, _is_pool, name_errors
 from .sqlfiles import load_sql
 
@@ -29,8 +35,9 @@ async def prepare_async_connection(conn: psycopg.AsyncConnection, *, migrate: bo
     await asyncio.to_thread(ensure_schema, same_server(conn), migrate=migrate)
     idle = conn.info.transaction_status == TransactionStatus.IDLE
     await register_vector_async(conn)
-    if not behind_transaction_pooler():
-        await conn.execute(load_sql("set_statement_timeout"), [str(statement_timeout_ms())])
+    timeout = session_statement_timeout()
+    if timeout is not None:
+        await conn.execute(load_sql("set_statement_timeout"), [timeout])
     if idle and not conn.autocommit:
         await conn.commit()
 

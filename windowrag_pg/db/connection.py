@@ -99,11 +99,18 @@ def prepare_connection(conn: psycopg.Connection, *, migrate: bool = True) -> Non
 _ready: weakref.WeakSet = weakref.WeakSet()
 
 
+def session_statement_timeout() -> str | None:
+    """The statement timeout the library sets on its sessions, in ms: none behind a transaction
+    pooler, where it would stay on a pooled backend for other clients (the role's or server's
+    setting applies)."""
+    return None if behind_transaction_pooler() else str(statement_timeout_ms())
+
+
 def set_session_defaults(conn: psycopg.Connection) -> None:
-    """The library's statement timeout, a session setting: none behind a transaction pooler, where
-    it would stay on a pooled backend for other clients (the role's or server's setting applies)."""
-    if not behind_transaction_pooler():
-        conn.execute(load_sql("set_statement_timeout"), [str(statement_timeout_ms())])
+    """The library's session settings on CONN (session_statement_timeout)."""
+    timeout = session_statement_timeout()
+    if timeout is not None:
+        conn.execute(load_sql("set_statement_timeout"), [timeout])
 
 
 # Which servers' schemas this process has checked (and migrated): a caller's connection is not

@@ -350,7 +350,7 @@ def _outside_transaction(conn: psycopg.Connection) -> bool:
 INDEX_DDL_LOCK_KEY = 0x77696E65
 INDEX_DDL_POLL_SECONDS = 0.2
 # Connections whose turn is running (index_ddl_turn is reentrant: a build inside ensure_collection_index's turn)
-_turn_holders: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_turn_holders: weakref.WeakSet = weakref.WeakSet()
 
 
 @contextmanager
@@ -371,11 +371,11 @@ def index_ddl_turn(conn: psycopg.Connection) -> Iterator[None]:
         yield
         return
     with _turn_of_a_transaction(conn) if behind_transaction_pooler() else _turn_of_the_session(conn):
-        _turn_holders[conn] = True
+        _turn_holders.add(conn)
         try:
             yield
         finally:
-            del _turn_holders[conn]
+            _turn_holders.discard(conn)
 
 
 @contextmanager
