@@ -70,7 +70,7 @@ def main() -> int:
                                        probabilities=probabilities)
         chosen = [sentences[j] for j in sentences_to_verify(probabilities)]
         # the pipeline's own statement for the check's text (Pipeline._verify_steps)
-        passages = [text for (text,) in conn.execute(load_sql("document_slices"), {
+        passages = [text for _, text in conn.execute(load_sql("document_slices"), {
             "documents": [c.document_key for c in chosen], "starts": [c.start_char for c in chosen],
             "ends": [c.end_char for c in chosen]}).fetchall()]
         best[i] = float(verifier.score(texts[i], passages).max())
