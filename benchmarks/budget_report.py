@@ -204,9 +204,11 @@ squad-dev question (the table under "Targets"; 0.956 before). After the splittin
 contracts' 4,279 unchanged), the same runs at the target budgets gave 0.964 (one question fewer,
 −0.001 [−0.005, +0.003] paired) and exactly 0.935. Not met: contract recall at
 1,200 tokens 0.935 (0.943 without abstention; target 0.95; all 614 hypotheses, each also in the
-value fit; the curves of an earlier report gave 0.947 without abstention, 0.943 since: a search
-within one contract is exact, not HNSW, and the difference is not traced); the headers do not
-touch it (no title survives, no headings in plain text). What follows was measured before the
+value fit; the curves of an earlier report gave 0.947 without abstention, 0.943 since; the
+code of that report, a58e87e, and of 2bcdf88, the last commit before the curves were re-run, both
+give 0.943 on a fresh collection, query for query what today's code gives (2026-11-26): the 0.947
+is not reproduced by its own code and was not a regression); the headers do not
+touch it (no title survives; the contracts' clause headings, tried below, do not help). What follows was measured before the
 headers, on sentences embedded alone. With the cross-encoder on every query SQuAD reached 0.958
 at 700 tokens (the 1,000-question sample) and the contracts 0.933 at 1,200.
 The gap is the sentence values' ranking (on the value fit's SQuAD questions the gold sentence is
@@ -274,13 +276,18 @@ values and abstention as fitted on BGE (abstention off): SQuAD 0.964 against 0.9
 diminishing returns within a section (the
 j-th most valuable candidate of a section worth p·δ^j, so that the runs spread over more
 sections; δ 0.4 to 0.9, the same replay): SQuAD −0.010 to +0.001 at 700 tokens, contracts −0.009
-to +0.002 at 1,200. Tried
+to +0.002 at 1,200. Nor a stacked value (2026-11-26: the first pass's best value among a
+sentence's adjacent candidates, relative to the query's best, as a 16th feature; 52% of the evidence
+characters the default misses at 1,200 tokens lie in a sentence next to one it sends; the same
+replay, the contracts two-fold by hypothesis, against the 15 features refitted the same way):
+SQuAD +0.009 / +0.006 / +0.003 at 512 / 700 / 1,200 tokens, contracts −0.003 / +0.014 / −0.009 /
++0.002 at 512 / 700 / 1,200 / 1,536. Tried
 2026-11-26: contract sentences cut before every inline enumerator that has a consecutive one
 ("shall (i) notify ... and (ii) cooperate", not only after ";" or ":"), so that the units follow
 ContractNLI's evidence spans (the characters beyond the evidence that whole units must send to
 cover every span: 28% → 4%; 4,480 units instead of 4,279): evidence recall −0.005 / +0.002 /
 +0.001 / +0.002 / +0.001 at 512 / 1,024 / 1,200 / 1,536 / 2,048 tokens (paired, every interval
-across 0), the same tokens; not kept. A cross-document pseudo-relevance signal (a scoped search
+across 0), the same tokens; not kept. Tried 2026-11-26: the contracts' own clause headings as sections (a `/tmp` parser: a line that is a numbered heading, "5. Return of information and property", "ARTICLE 2- CONFIDENTIAL INFORMATION", "2.01 Confidential Information", or opens with one, "9. Return of Confidential Information. Upon the written request…"; 366 headings in 36 of the 61 contracts, none in squad-dev), without abstention, paired against the same run without them: with each sentence embedded under its heading path, evidence recall +0.006 / −0.002 / +0.002 / −0.002 at 512 / 1,024 / 1,200 / 1,536 tokens, every interval across 0, with 2–6% fewer tokens sent at 1,024–1,536 (runs stop at a clause's end, and k = 5 contexts then leaves budget unspent); the sections without the headers in the embedding gave the same (+0.002 at 1,200); the headers alone over one section per contract −0.005 / −0.007 / −0.009 / −0.009 (a clause heading read before each of its sentences blurs a search within one contract, as the file names did). Not kept. A cross-document pseudo-relevance signal (a scoped search
 can learn from the rest of the collection what an answer looks like: each candidate's cosine to
 the mean vector, or its best cosine to any, of the query's 5 to 40 nearest sentences in the
 collection's *other* contracts) ranks the evidence worse than the plain cosine (area under the ROC
