@@ -5,7 +5,8 @@ benchmarks/fit_sentence_values.py: in-corpus dev questions against out-of-corpus
     python benchmarks/calibrate_verification.py --cache benchmarks/out/fit_cache.pkl
 
 For each row: the relevance of the library's model, and the cross-encoder's best probability
-over the query's two most valuable sentences, each read alone (their text from the evaluation
+over the query's two most valuable sentences, each read with its neighbours among the candidates
+as the pipeline reads them (segment/abstain.py's verify_passages; the text from the evaluation
 collections, so the same WINDOWRAG_HOME as the fit). Then the rule of segment/abstain.py —
 abstain below min_relevance; between it and verify_below, abstain when the cross-encoder's best
 probability is below verify_min_score — over a grid, chosen on each half of a two-fold split
@@ -28,7 +29,7 @@ from windowrag_pg.db.connection import connect  # noqa: E402
 from windowrag_pg.db.sqlfiles import load_sql  # noqa: E402
 from windowrag_pg.evaluation.runner import read_queries, sample_queries  # noqa: E402
 from windowrag_pg.rerank import get_reranker  # noqa: E402
-from windowrag_pg.segment.abstain import sentences_to_verify  # noqa: E402
+from windowrag_pg.segment.abstain import sentences_to_verify, verify_passages  # noqa: E402
 from windowrag_pg.segment.values import feature_matrix, query_relevance, sentence_probabilities  # noqa: E402
 
 EVAL = REPO.parent / "shared" / "eval"
@@ -68,11 +69,11 @@ def main() -> int:
         probabilities = sentence_probabilities(feature_matrix(sentences))
         relevance[i] = query_relevance(sentences, query_idf=query_idf, background=background,
                                        probabilities=probabilities)
-        chosen = [sentences[j] for j in sentences_to_verify(probabilities)]
-        # the pipeline's own statement for the check's text (Pipeline._verify_steps)
+        spans = verify_passages(sentences, sentences_to_verify(probabilities))
+        # the pipeline's own passages and statement for the check's text (Pipeline._verify_steps)
         passages = [text for _, text in conn.execute(load_sql("document_slices"), {
-            "documents": [c.document_key for c in chosen], "starts": [c.start_char for c in chosen],
-            "ends": [c.end_char for c in chosen]}).fetchall()]
+            "documents": [d for d, _, _ in spans], "starts": [a for _, a, _ in spans],
+            "ends": [b for _, _, b in spans]}).fetchall()]
         best[i] = float(verifier.score(texts[i], passages).max())
     groups = np.asarray([g for _, _, g in rows])
     report(relevance, best, groups)

@@ -5,7 +5,8 @@ import pytest
 
 from windowrag_pg.pipeline import PipelineOptions
 from windowrag_pg.retrieve.retriever import QueryError
-from windowrag_pg.segment.abstain import abstain_reason, needs_verification, sentences_to_verify
+from windowrag_pg.segment.abstain import abstain_reason, needs_verification, sentences_to_verify, verify_passages
+from windowrag_pg.segment.values import CandidateSentence
 
 
 def test_the_band_the_cross_encoder_decides():
@@ -39,6 +40,25 @@ def test_sentences_to_verify_are_the_most_valuable():
     assert sentences_to_verify([0.4]) == [0]
     assert sentences_to_verify([]) == []
     assert sentences_to_verify([0.1, 0.2, 0.3], count=3) == [2, 1, 0]
+
+
+def _sentence(document, section, ordinal, start, end):
+    return CandidateSentence(document_key=document, section_id=section, ordinal=ordinal, start_char=start,
+                             end_char=end, token_count=10, cosine=0.5, window_cosine=0.5, bm25=0.0, fused_rank=None)
+
+
+def test_verify_passages_read_each_sentence_with_its_neighbouring_candidates():
+    sentences = [
+        _sentence(1, 10, 0, 0, 40), _sentence(1, 10, 1, 41, 90), _sentence(1, 10, 2, 91, 130),
+        _sentence(1, 11, 3, 131, 170),  # the next section: never read across
+        _sentence(1, 10, 5, 180, 220),  # ordinal 4 is not a candidate: no gap is bridged
+        _sentence(2, 20, 1, 0, 50),  # the same ordinals in another document are not neighbours
+    ]
+    assert verify_passages(sentences, [1]) == [(1, 0, 130)]
+    assert verify_passages(sentences, [2, 0]) == [(1, 41, 130), (1, 0, 90)]
+    assert verify_passages(sentences, [3]) == [(1, 131, 170)]
+    assert verify_passages(sentences, [4, 5]) == [(1, 180, 220), (2, 0, 50)]
+    assert verify_passages(sentences, []) == []
 
 
 @pytest.mark.parametrize("bad", [dict(verify_below=1.5), dict(verify_below=True), dict(verify_min_score=None),

@@ -101,9 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the library's calibrated threshold; 'none' never abstains)")
     p.add_argument("--verify-below", type=min_relevance_arg, default=None, metavar="P",
                    help="relevance from --min-relevance up to this is checked by the cross-encoder on the "
-                        "two best sentences (default 0.50, 20-35 ms when it runs; 'none': the relevance model alone)")
+                        "two best sentences, each with its neighbours (default 0.50, 30-75 ms when it runs; 'none': the relevance model alone)")
     p.add_argument("--verify-min-score", type=float, default=None, metavar="P",
-                   help="the cross-encoder's probability (0-1) one of those sentences must reach (default 0.018)")
+                   help="the cross-encoder's probability (0-1) one of those passages must reach (default 0.011)")
     p.add_argument("--sentence-floor", type=float, default=None, metavar="F",
                    help="price of a sentence, as a share of the query's best sentence value per 32 tokens: "
                         "sentences worth less are not sent (default 0: the budget is filled, which measured best "

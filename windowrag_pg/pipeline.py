@@ -32,7 +32,7 @@ from .limits import LIMITS, MAX_RETURNED_TOKENS, first_problem, problem
 from .rerank.base import Reranker
 from .retrieve.retriever import CLAMPS, MODES, Context, QueryError, Retriever, SearchOptions
 from .retrieve.retriever import Candidates
-from .segment.abstain import abstain_reason, needs_verification, sentences_to_verify
+from .segment.abstain import abstain_reason, needs_verification, sentences_to_verify, verify_passages
 from .segment.relevance import window_sentence_relevance
 from .segment.rse import RSEParams, best_segments, get_params
 from .segment.select import Run, choose_segments
@@ -60,13 +60,13 @@ class PipelineOptions:
     selection: str = "segments"
     # below this relevance (P(the corpus answers), segment/values.py) nothing is returned; None:
     # never abstain. From min_relevance up to verify_below the cross-encoder reads the query's two
-    # most valuable sentences, each alone (20-35 ms), and nothing is returned when neither scores
+    # most valuable sentences, each with its neighbours (30-75 ms), and nothing is returned when neither scores
     # verify_min_score (segment/abstain.py). Chosen on the dev sets' in- and out-of-corpus
     # questions (docs/evaluation.md, "Abstention"): 4-8% of in-corpus questions are checked.
     # verify_below None: the relevance model alone (then 0.17 was the dev choice for min_relevance).
     min_relevance: float | None = 0.05
     verify_below: float | None = 0.50
-    verify_min_score: float = 0.018  # the cross-encoder's probability; logit -4.0
+    verify_min_score: float = 0.011  # the cross-encoder's probability; logit -4.5
     # segments: price of a sentence, as a share of the query's best sentence value per 32 tokens
     sentence_floor: float = 0.0
     # segments: how far (sentences) from a fused hit a sentence may be sent
@@ -281,10 +281,12 @@ class Pipeline:
         return PipelineResult(query=candidates.query, contexts=contexts, trace=trace, abstained=abstain is not None)
 
     def _verify_steps(self, candidates: Candidates, probabilities: np.ndarray) -> Steps[dict[str, Any]]:
-        """The cross-encoder's scores of the query's most valuable sentences, each read alone."""
-        chosen = [candidates.sentences[i] for i in sentences_to_verify(probabilities)]
-        rows = yield _slices([(c.document_key, c.start_char, c.end_char) for c in chosen])
-        texts = dict(rows)  # (a document replaced meanwhile has no row: its sentence reads as "")
+        """The cross-encoder's scores of the query's most valuable sentences, each read with its
+        neighbours among the candidates (segment/abstain.py)."""
+        indexes = sentences_to_verify(probabilities)
+        chosen = [candidates.sentences[i] for i in indexes]
+        rows = yield _slices(verify_passages(candidates.sentences, indexes))
+        texts = dict(rows)  # (a document replaced meanwhile has no row: its passage reads as "")
         scores = self.verifier.score(candidates.query, [texts.get(i, "") for i in range(1, len(chosen) + 1)])
         return {"sentences": [{"document_id": candidates.documents[c.document_key][0], "ordinal": c.ordinal}
                               for c in chosen],

@@ -3,16 +3,19 @@ unsure. Pure: the pipeline runs the cross-encoder and hands its scores in.
 
     relevance < min_relevance                   → abstain
     min_relevance ≤ relevance < verify_below    → the cross-encoder reads the query's
-                                                  VERIFY_SENTENCES most valuable sentences; abstain
-                                                  when none scores verify_min_score
+                                                  VERIFY_SENTENCES most valuable sentences, each
+                                                  with its neighbours among the candidates;
+                                                  abstain when none scores verify_min_score
     relevance ≥ verify_below                    → send
 
 The relevance model (segment/values.py) reads cosines and term shares: an off-topic question
 that shares words and a register with the collection (a general-knowledge question asked of a
 company handbook) can look as relevant as a hard in-corpus one. The cross-encoder reads the
-question against the sentence itself and tells them apart, but costs 20-35 ms for the two
-sentences on 2 cores, so it is asked only in the band where the model is unsure (4-8% of the
-in-corpus dev questions; docs/evaluation.md, "Abstention").
+question against the text itself and tells them apart, but costs 30-75 ms for the two passages
+on 2 cores, so it is asked only in the band where the model is unsure (4-8% of the in-corpus dev
+questions; docs/evaluation.md, "Abstention"). Each sentence is read with the candidates beside it
+(what a lone sentence leaves to its neighbours): on the dev sets that refused more out-of-corpus
+questions for the same share of in-corpus ones kept.
 """
 from __future__ import annotations
 
@@ -20,9 +23,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["VERIFY_SENTENCES", "abstain_reason", "needs_verification", "sentences_to_verify"]
+from .values import CandidateSentence
 
-# the cross-encoder reads this many sentences (the most valuable ones), each alone
+__all__ = ["VERIFY_SENTENCES", "abstain_reason", "needs_verification", "sentences_to_verify", "verify_passages"]
+
+# the cross-encoder reads this many passages: the most valuable sentences, each with its neighbours
 VERIFY_SENTENCES = 2
 
 
@@ -37,6 +42,21 @@ def sentences_to_verify(probabilities: Sequence[float] | np.ndarray, *, count: i
     """Indexes of the COUNT most valuable candidates, best first (ties: document order)."""
     p = np.asarray(probabilities, dtype=np.float64)
     return [int(i) for i in np.argsort(-p, kind="stable")[:count]]
+
+
+def verify_passages(sentences: Sequence[CandidateSentence], chosen: Sequence[int]) -> list[tuple[int, int, int]]:
+    """(document key, start_char, end_char) of the passage the cross-encoder reads for each CHOSEN
+    candidate: the sentence with the candidates just before and after it in its section (the
+    ordinals next to its own), so at most three sentences and never across a section."""
+    by_place = {(s.document_key, s.section_id, s.ordinal): s for s in sentences}
+    passages = []
+    for index in chosen:
+        sentence = sentences[index]
+        place = (sentence.document_key, sentence.section_id)
+        before = by_place.get((*place, sentence.ordinal - 1), sentence)
+        after = by_place.get((*place, sentence.ordinal + 1), sentence)
+        passages.append((sentence.document_key, before.start_char, after.end_char))
+    return passages
 
 
 def abstain_reason(relevance: float, *, min_relevance: float | None, verify_below: float | None = None,
