@@ -101,7 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the library's calibrated threshold; 'none' never abstains)")
     p.add_argument("--verify-below", type=min_relevance_arg, default=None, metavar="P",
                    help="relevance from --min-relevance up to this is checked by the cross-encoder on the "
-                        "two best sentences, each with its neighbours (default 0.50, 30-75 ms when it runs; 'none': the relevance model alone)")
+                        "two best sentences, each with its neighbours (default 0.50, 30-75 ms when it runs; "
+                        "'none': the relevance model alone)")
     p.add_argument("--verify-min-score", type=float, default=None, metavar="P",
                    help="the cross-encoder's probability (0-1) one of those passages must reach (default 0.011)")
     p.add_argument("--sentence-floor", type=float, default=None, metavar="F",

@@ -60,9 +60,9 @@ class PipelineOptions:
     selection: str = "segments"
     # below this relevance (P(the corpus answers), segment/values.py) nothing is returned; None:
     # never abstain. From min_relevance up to verify_below the cross-encoder reads the query's two
-    # most valuable sentences, each with its neighbours (30-75 ms), and nothing is returned when neither scores
-    # verify_min_score (segment/abstain.py). Chosen on the dev sets' in- and out-of-corpus
-    # questions (docs/evaluation.md, "Abstention"): 4-8% of in-corpus questions are checked.
+    # most valuable sentences, each with its neighbours (30-75 ms), and nothing is returned when
+    # neither scores verify_min_score (segment/abstain.py). Chosen on the dev sets' in- and
+    # out-of-corpus questions (docs/evaluation.md, "Abstention"): 3-8% of in-corpus questions are checked.
     # verify_below None: the relevance model alone (then 0.17 was the dev choice for min_relevance).
     min_relevance: float | None = 0.05
     verify_below: float | None = 0.50

@@ -12,7 +12,7 @@ The relevance model (segment/values.py) reads cosines and term shares: an off-to
 that shares words and a register with the collection (a general-knowledge question asked of a
 company handbook) can look as relevant as a hard in-corpus one. The cross-encoder reads the
 question against the text itself and tells them apart, but costs 30-75 ms for the two passages
-on 2 cores, so it is asked only in the band where the model is unsure (4-8% of the in-corpus dev
+on 2 cores, so it is asked only in the band where the model is unsure (3-8% of the in-corpus dev
 questions; docs/evaluation.md, "Abstention"). Each sentence is read with the candidates beside it
 (what a lone sentence leaves to its neighbours): on the dev sets that refused more out-of-corpus
 questions for the same share of in-corpus ones kept.
