@@ -26,8 +26,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from windowrag_pg.db.connection import connect  # noqa: E402
-from windowrag_pg.db.sqlfiles import load_sql  # noqa: E402
 from windowrag_pg.evaluation.runner import read_queries, sample_queries  # noqa: E402
+from windowrag_pg.pipeline import text_slices  # noqa: E402
 from windowrag_pg.rerank import get_reranker  # noqa: E402
 from windowrag_pg.segment.abstain import sentences_to_verify, verify_passages  # noqa: E402
 from windowrag_pg.segment.values import feature_matrix, query_relevance, sentence_probabilities  # noqa: E402
@@ -69,11 +69,9 @@ def main() -> int:
         probabilities = sentence_probabilities(feature_matrix(sentences))
         relevance[i] = query_relevance(sentences, query_idf=query_idf, background=background,
                                        probabilities=probabilities)
-        spans = verify_passages(sentences, sentences_to_verify(probabilities))
         # the pipeline's own passages and statement for the check's text (Pipeline._verify_steps)
-        passages = [text for _, text in conn.execute(load_sql("document_slices"), {
-            "documents": [d for d, _, _ in spans], "starts": [a for _, a, _ in spans],
-            "ends": [b for _, _, b in spans]}).fetchall()]
+        statement = text_slices(verify_passages(sentences, sentences_to_verify(probabilities)))
+        passages = [text for _, text in conn.execute(statement.query, statement.params).fetchall()]
         best[i] = float(verifier.score(texts[i], passages).max())
     groups = np.asarray([g for _, _, g in rows])
     report(relevance, best, groups)

@@ -285,7 +285,7 @@ class Pipeline:
         neighbours among the candidates (segment/abstain.py)."""
         indexes = sentences_to_verify(probabilities)
         chosen = [candidates.sentences[i] for i in indexes]
-        rows = yield _slices(verify_passages(candidates.sentences, indexes))
+        rows = yield text_slices(verify_passages(candidates.sentences, indexes))
         texts = dict(rows)  # (a document replaced meanwhile has no row: its passage reads as "")
         scores = self.verifier.score(candidates.query, [texts.get(i, "") for i in range(1, len(chosen) + 1)])
         return {"sentences": [{"document_id": candidates.documents[c.document_key][0], "ordinal": c.ordinal}
@@ -504,7 +504,7 @@ class Pipeline:
         paired in order, the other texts shifted onto the wrong contexts)."""
         if not contexts:
             return []
-        rows = yield _slices([(c.document_key, c.citation.start_char, c.citation.end_char) for c in contexts])
+        rows = yield text_slices([(c.document_key, c.citation.start_char, c.citation.end_char) for c in contexts])
         texts = dict(rows)
         for position, context in enumerate(contexts, start=1):
             context.text = texts.get(position, "")
@@ -516,7 +516,7 @@ def _changed_notes(left_out: int) -> list[str]:
             if left_out else [])
 
 
-def _slices(ranges: Sequence[tuple[int, int, int]]) -> Statement:
+def text_slices(ranges: Sequence[tuple[int, int, int]]) -> Statement:
     """The text of (document key, start_char, end_char) ranges, one row each, in order."""
     return Statement(load_sql("document_slices"), {"documents": [r[0] for r in ranges],
                                                    "starts": [r[1] for r in ranges], "ends": [r[2] for r in ranges]})
