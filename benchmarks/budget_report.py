@@ -321,7 +321,11 @@ handbook's confidentiality and data-handling policies are on the contracts' subj
 the model and the cross-encoder take them for answers ("Receiving Party shall not use any
 Confidential Information for any purpose other than…" against "Do not try to get information
 improperly…", 0.95): abstention tells a collection
-that is off the subject, not one that is on it without the answer. Tried on the same fit rows and
+that is off the subject, not one that is on it without the answer. Questions the handbook does
+answer are not refused: the 40 written for it (`benchmarks/queries/handbook_questions.jsonl`, no
+gold; `windowrag eval --documents ../shared/eval/handbook/documents.jsonl --queries
+benchmarks/queries/handbook_questions.jsonl --config full --token-budget 1200`, 2026-11-26):
+none of the 40 refused and none checked (their lowest relevance 0.70). Tried on the same fit rows and
 not kept: the ColBERT backbone's score of the same two sentences (above, under "Findings")
 in place of the cross-encoder's (2026-11-25, each sentence alone, the same grid and two-fold
 split, its thresholds at quantiles of the band's scores): it tells in-corpus questions from the
