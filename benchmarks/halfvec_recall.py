@@ -162,7 +162,7 @@ def main() -> None:
             seqscan = []
             with conn.transaction():
                 conn.execute("SET LOCAL enable_indexscan = off")
-                for i in range(10):
+                for i in range(min(10, len(qvecs))):
                     rows = conn.execute("SELECT id FROM windowrag.sentences WHERE collection_id = %s "
                                         "ORDER BY embedding <=> %s, id LIMIT %s", [cid, qvecs[i], k]).fetchall()
                     seqscan.append(len({r[0] for r in rows} & set(truth[i])) / k)

@@ -78,6 +78,9 @@ def main() -> None:
         rows = conn.execute("SELECT d.external_id, d.text FROM windowrag.documents d JOIN windowrag.collections c "
                             "ON c.id = d.collection_id WHERE c.name = %s ORDER BY d.id DESC LIMIT %s",
                             [args.collection, args.documents + 10]).fetchall()
+        if len(rows) < args.documents + 10:
+            raise SystemExit(f"collection {args.collection!r} has {len(rows)} documents: --documents {args.documents} "
+                             f"needs {args.documents + 10} (10 warm-up)")
         documents = [SourceDocument(external_id=f"profile{i}-{external_id}", format="text", text=text)
                      for i, (external_id, text) in enumerate(rows)]
         ingestor = Ingestor(conn, collection=args.collection, embedder=RandomEmbedder(), bulk=False)

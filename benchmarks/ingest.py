@@ -9,7 +9,7 @@
 3. End to end: ``Ingestor.ingest`` into a fresh collection, with wall-clock timers wrapped
    around each stage (the functions ``windowrag_pg.ingest`` calls are wrapped in place,
    nothing is edited): parse/split (+ content hash, embedding texts), embed
-   (``embed_documents``), token counting, database (``existing_hash`` + ``write_document``).
+   (``embed_documents``), token counting, database (``existing_hash`` + ``write_documents``).
 4. Bare embedding: the same unit texts, ``embedder.embed_documents(texts, batch_size=32)`` in
    one call (the Ingestor calls it once per document with the same default batch size 32).
 5. Prototype (unless --no-prototype): a pipelined ingest built from the same public functions:
@@ -96,7 +96,7 @@ class StageTimers:
     def __enter__(self):
         for name in ("content_hash", "parse_source", "split_units", "embedding_texts"):
             self._wrap(ingest_mod, name, "parse/split")
-        for name in ("existing_hash", "write_document"):
+        for name in ("existing_hash", "write_documents"):
             self._wrap(ingest_mod, name, "database")
         self._wrap(self.embedder, "embed_documents", "embed")
         self._wrap(self.embedder, "count_tokens", "token count")

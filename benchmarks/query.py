@@ -119,15 +119,21 @@ def split_source_file(path: Path, every: int) -> list[str]:
     return [text for _, texts in split_source_documents(path, every) for text in texts]
 
 
-def cached_units(name: str, path: Path, every: int, embedder) -> tuple[list[str], np.ndarray]:
+def cached_units(name: str, path: Path, every: int, embedder, *, texts: list[str] | None = None
+                 ) -> tuple[list[str], np.ndarray]:
+    """The unit texts of every EVERY-th document of PATH as the library splits them now (or TEXTS,
+    when the caller has split them already) and their vectors, embedded once and cached in
+    benchmarks/out/units_NAME.*; a cache of other texts (the splitter changed) is embedded again."""
+    if texts is None:
+        texts = split_source_file(path, every)
     vec_file, text_file = OUT / f"units_{name}.npy", OUT / f"units_{name}.jsonl"
     if vec_file.exists() and text_file.exists():
-        texts = [json.loads(line)["text"] for line in text_file.open()]
+        cached = [json.loads(line)["text"] for line in text_file.open()]
         vectors = np.load(vec_file)
-        if len(texts) == len(vectors):
+        if cached == texts and len(vectors) == len(texts):
             log(f"{name}: {len(texts)} cached units ({vec_file})")
             return texts, vectors
-    texts = split_source_file(path, every)
+        log(f"{name}: the cached units are not what the library splits now ({len(cached)} against {len(texts)})")
     log(f"{name}: embedding {len(texts)} units")
     bar = tqdm(total=len(texts), desc=f"embed {name}", unit="text")
     vectors = embedder.embed_documents(texts, batch_size=32, progress=bar.update)

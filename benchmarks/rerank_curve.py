@@ -65,7 +65,7 @@ def configs(args):
 
 
 def run(args, step: str) -> None:
-    os.environ.setdefault("WINDOWRAG_HOME", args.home)
+    os.environ["WINDOWRAG_HOME"] = str(args.home)  # --home decides, as it does for the cache below
     from windowrag_pg.db.connection import connect
     from windowrag_pg.embed import get_embedder
     from windowrag_pg.evaluation.runner import CachingReranker, run_eval
