@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import query as bench  # noqa: E402  (benchmarks/query.py: the cached question sample)
 
 from windowrag_pg.db.embedded import start_embedded  # noqa: E402
+from windowrag_pg.embed import get_embedder  # noqa: E402
 
 EF_SEARCH = (40, 100, 200)
 
@@ -39,7 +40,8 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
     builds = [tuple(int(x) for x in b.split(":")) for b in args.builds.split(",")]
-    _, qvecs = bench.load_queries(None, args.queries + 20, 7)
+    # cached by side_by_side.py for its own --queries; any other count is embedded here
+    _, qvecs = bench.load_queries(get_embedder(), args.queries + 20, 7)
     qvecs = np.asarray(qvecs[20:], dtype=np.float32)
     lines = [f"## HNSW build settings and dense recall@5 ({time.strftime('%Y-%m-%d %H:%M')})", "",
              f"- command: `python {' '.join(sys.argv)}`", f"- load: {bench.uptime()}", "",
