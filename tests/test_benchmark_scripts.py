@@ -2,19 +2,27 @@
 a script that wraps or imports a library function by name breaks silently when it is renamed
 (benchmarks/ingest.py did, 2026-11-26).
 
-Every script's --help in the default run (its imports and argument parser); a few end to end at
-their smallest sizes in the slow run, on servers of their own. Exit status and report only:
+Every script's --help in the default run (its imports and argument parser), and every flag that
+docs/*.md, README.md or a script's docstring gives a benchmark script or a `windowrag` command is
+one it takes; a few scripts end to end at their smallest sizes in the slow run, on servers of
+their own. Exit status and report only:
 benchmarks are reports, never timed assertions. They write into benchmarks/out (git-ignored),
 as they do when run by hand; the small sizes give their reports names of their own.
 """
 from __future__ import annotations
 
+import argparse
+import functools
 import os
+import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+from windowrag_pg.cli import build_parser
 
 from .conftest import REPO
 
@@ -40,9 +48,15 @@ def test_there_are_scripts_to_check():
     assert "side_by_side.py" in SCRIPTS and len(SCRIPTS) >= 20
 
 
+@functools.cache
+def usage(name: str) -> subprocess.CompletedProcess:
+    """NAME --help, once per test session (a home of its own, though --help starts no server)."""
+    return run_script(name, "--help", home=Path(tempfile.gettempdir()) / "windowrag-usage", timeout=120)
+
+
 @pytest.mark.parametrize("name", SCRIPTS)
-def test_every_script_imports_and_parses_its_arguments(name, tmp_path):
-    result = run_script(name, "--help", home=tmp_path / "home", timeout=120)
+def test_every_script_imports_and_parses_its_arguments(name):
+    result = usage(name)
     assert result.returncode == 0, f"{name} --help:\n{result.stderr[-3000:]}"
     assert "usage:" in result.stdout
 
@@ -85,3 +99,41 @@ def test_ingest_and_whole_query_benchmarks_run_at_their_smallest_sizes(tmp_path,
         assert "| pipeline | stage | p50 ms | p95 ms |" in result.stdout
     finally:
         stop_servers(tmp_path / "ingest", tmp_path / "latency")
+
+
+def documented_commands(prefix: str) -> list[tuple[str, str]]:
+    """(file, command) of every command line in docs/*.md, README.md and the scripts' own
+    docstrings that starts with PREFIX (a regex), up to the end of its code span or line."""
+    sources = [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md", *sorted(BENCHMARKS.glob("*.py"))]
+    pattern = re.compile(prefix + r"[^`|\n]*")
+    return [(path.name, match.group(0)) for path in sources for match in pattern.finditer(path.read_text())]
+
+
+def flags_of(command: str) -> set[str]:
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", command))
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_the_documented_flags_of_each_script_exist(name):
+    commands = documented_commands(r"python benchmarks/" + re.escape(name))
+    documented = set().union(*(flags_of(command) for _, command in commands))
+    if not documented:
+        pytest.skip(f"no documented command of {name} names a flag")
+    known = flags_of(usage(name).stdout)
+    assert documented <= known, (
+        f"{name}: documented but unknown {sorted(documented - known)} in "
+        f"{sorted({source for source, command in commands if flags_of(command) - known})}")
+
+
+def test_the_documented_flags_of_windowrag_commands_exist():
+    parser = build_parser()
+    commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction)).choices
+    documented = documented_commands(r"windowrag (?:" + "|".join(map(re.escape, commands)) + r")(?![\w-])")
+    assert len(documented) >= 10
+    unknown = {}
+    for source, command in documented:
+        sub = re.match(r"windowrag ([\w-]+)", command).group(1)
+        known = flags_of(commands[sub].format_help()) | flags_of(parser.format_help())
+        if flags_of(command) - known:
+            unknown[f"{source}: {command}"] = sorted(flags_of(command) - known)
+    assert not unknown, unknown
