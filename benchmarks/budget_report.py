@@ -334,7 +334,12 @@ against 0.955) and the contract hypotheses asked of the SQuAD articles far worse
 0.938); the rule chosen on each half refused 0.810 / 0.845 of the handbook questions on the other
 (the cross-encoder 0.952 / 0.937), the mean of the two scores' ranks 0.841 / 0.943; the hypothesis
 turned into a question ("Is it true that …?") for the cross-encoder (in-corpus contract scores
-fell: median 0.183 → 0.147 over the 47 checked).
+fell: median 0.183 → 0.147 over the 47 checked); a third passage (2026-11-26: the three most
+valuable sentences, each with its neighbours; the fit rows scored again, a `/tmp` variant of
+`calibrate_verification.py`): at the default band, 96.7% of the handbook questions refused
+with 99.2% / 99.2% of contract / SQuAD questions kept by two passages (score 0.011) and
+99.2% / 99.3% by three (score 0.018), 97.0% with 99.0% / 99.1% (two, 0.018) and 98.9% /
+99.1% (three, 0.025): the same trade, for half again the cross-encoder's time.
 Before the check, the relevance model alone: it reads the query's best sentence value (the
 P(evidence) of its best candidate, item 2) since the first change of 2026-11-24, which lifted
 SQuAD questions asked of the handbook from 77.7% to 88.0% refused in a two-fold split of the fit
