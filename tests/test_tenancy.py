@@ -7,7 +7,6 @@ its tenant per request. Tenant A must read 0 rows of tenant B everywhere and sti
 """
 from __future__ import annotations
 
-import inspect
 import time
 import uuid
 from dataclasses import dataclass
@@ -532,15 +531,9 @@ def test_writer_writes_its_own_tenant_only(tenancy, embedder):
         assert owner.execute("SELECT count(*) FROM windowrag.documents WHERE title = 'pwned'").fetchone()[0] == 0
 
 
-# The library's own ingestion as a tenant writer needs the Python patch of docs/tenancy.md
-# ("Library support"): Ingestor(..., tenant=...), no CREATE INDEX on an existing collection index,
-# and sections written with INSERT (Postgres refuses COPY FROM into a table with RLS enabled).
-# Until it is applied this test is an expected failure; afterwards it must pass (strict).
-TENANT_AWARE_INGEST = "tenant" in inspect.signature(Ingestor.__init__).parameters
-
-
-@pytest.mark.xfail(not TENANT_AWARE_INGEST, strict=True,
-                   reason="Ingestor has no tenant= yet (patch in docs/tenancy.md, Library support)")
+# The library's own ingestion as a tenant writer (docs/tenancy.md, "Library support"):
+# Ingestor(..., tenant=...), no CREATE INDEX on an existing collection index, and sections written
+# with INSERT (Postgres refuses COPY FROM into a table with RLS enabled).
 def test_library_ingest_as_tenant_writer(tenancy, embedder, capsys):
     extra = SourceDocument(external_id="a-lib", format="markdown", title="Alpha extra",
                            text="# Extra\n\nThe kumquat orchard belongs to alpha. Kumquat harvest starts in May.")
