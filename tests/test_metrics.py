@@ -8,6 +8,7 @@ from windowrag_pg.evaluation.metrics import (
     ContextSpan,
     GoldSpan,
     aggregate,
+    ann_recall_at_k,
     answer_hit_at_k,
     duplicated_chars,
     duplicated_tokens,
@@ -275,3 +276,25 @@ def test_cut_contexts_never_exceeds_the_budget_and_cuts_at_a_token_boundary(embe
             ends = [end for _, end in embedder.token_offsets(original.text)]
             assert len(context.text) in ends
     assert cut_contexts(contexts, budget=None, token_offsets=embedder.token_offsets) == contexts
+
+
+def test_ann_recall_counts_the_exact_rows_found_among_the_first_k():
+    assert ann_recall_at_k([1, 2, 3, 4, 5], [5, 4, 3, 2, 1], 5) == 1.0  # order within k does not matter
+    assert ann_recall_at_k([1, 2, 3, 9, 8], [1, 2, 3, 4, 5], 5) == 0.6
+    assert ann_recall_at_k([1, 2, 3, 4, 5, 6], [1, 7, 8, 9, 10, 6], 5) == 0.2  # only the first k of each
+    # a row asked as its own query: left out of both lists, the next one counts instead
+    assert ann_recall_at_k([7, 1, 2, 3, 4, 5], [7, 1, 2, 3, 4, 5], 5, leave_out=7) == 1.0
+    assert ann_recall_at_k([1, 2, 3, 4, 5, 6], [7, 1, 2, 3, 4, 5], 5, leave_out=7) == 1.0
+    assert ann_recall_at_k([7, 1, 2, 3, 4, 6], [7, 1, 2, 3, 4, 5], 5, leave_out=7) == 0.8
+    assert ann_recall_at_k([1, 2], [1, 2], 5) == 1.0  # fewer rows than k: out of what exists
+
+
+@pytest.mark.parametrize("k", [0, -1, 2.5, None])
+def test_ann_recall_refuses_a_bad_k(k):
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        ann_recall_at_k([1], [1], k)
+
+
+def test_ann_recall_needs_an_exact_row():
+    with pytest.raises(ValueError, match="no row to compare"):
+        ann_recall_at_k([1], [7], 5, leave_out=7)

@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from windowrag_pg.db.connection import connect
-from windowrag_pg.doctor import run_checks
+from windowrag_pg.doctor import dense_recall, run_checks
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.retrieve.retriever import Retriever
 from windowrag_pg.sources import SourceDocument
@@ -43,3 +43,37 @@ def test_statement_timeout_cancels_and_the_cli_says_so(db_url, monkeypatch, cont
     assert "database error: canceling statement due to" in out.stderr
     assert "(the statement timeout is 1 ms: WINDOWRAG_STATEMENT_TIMEOUT_MS)" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_doctor_recall_measures_the_dense_leg_against_an_exact_scan(db_url, contractnli_collection, embedder):
+    with connect(db_url, autocommit=True) as conn:
+        own = dense_recall(conn, contractnli_collection, ef_searches=(400,), sample=20)
+        assert (own.queries, own.own_sentences, own.k) == (20, True, 5)
+        # each sentence is left out of its own results: were it counted on one side only, a slot in
+        # five would be lost (0.8); a wide search over ~4,300 sentences finds the rest
+        assert own.recall[400] >= 0.95
+        questions = [embedder.embed_query(q) for q in ("Who may receive confidential information?",
+                                                       "How long do the obligations last?")]
+        asked = dense_recall(conn, contractnli_collection, ef_searches=(40, 400), query_embeddings=questions)
+        assert (asked.queries, asked.own_sentences) == (2, False)
+        assert set(asked.recall) == {40, 400} and all(0.0 <= r <= 1.0 for r in asked.recall.values())
+        assert asked.recall[400] >= 0.9 and asked.exact_ms > 0
+        with pytest.raises(ValueError, match="no query"):
+            dense_recall(conn, contractnli_collection, query_embeddings=[])
+
+
+def test_doctor_cli_prints_recall_and_names_bad_recall_arguments(db_url, contractnli_collection, tmp_path):
+    def doctor(*arguments):
+        return subprocess.run([sys.executable, "-m", "windowrag_pg.cli", "--database-url", db_url, "doctor",
+                               *arguments], capture_output=True, text=True, timeout=300)
+
+    questions = tmp_path / "questions.txt"
+    questions.write_text("Who may receive confidential information?\n\nWhen must information be returned?\n")
+    out = doctor("--recall", contractnli_collection, "--recall-queries", str(questions), "--ef-search", "40,400")
+    assert "2 questions of" in out.stdout and "ef_search   40: recall@5" in out.stdout
+    assert "ef_search  400: recall@5" in out.stdout, out.stdout + out.stderr
+    bad = doctor("--recall", contractnli_collection, "--ef-search", "100,5000")
+    assert bad.returncode == 2 and "5000 is above 1000" in bad.stderr
+    missing = doctor("--recall", contractnli_collection, "--recall-queries", str(tmp_path / "none.txt"))
+    assert missing.returncode == 1 and "cannot read" in missing.stderr and "none.txt" in missing.stderr
+    assert "Traceback" not in bad.stderr + missing.stderr

@@ -3,14 +3,19 @@ and say what to fix."""
 from __future__ import annotations
 
 import json
+import statistics
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import psycopg
 from psycopg import sql
 
 from .db import connection as db
 from .db.native import create_native, native_state
 from .db.sqlfiles import load_sql
+from .evaluation.metrics import ann_recall_at_k
 from .store.bm25 import pack_counts, pack_if_due, pack_kind, rebuild_bm25
 from .store.collections import (
     Collection, build_collection_index, centre_collection_index, collection_index_name,
@@ -232,3 +237,53 @@ def _bm25(conn) -> list[Check]:
         checks.append(Check(f"BM25 postings of {name!r} packed", due is None, counts,
                             f"windowrag doctor --fix (packs them: {how})" if due else ""))
     return checks
+
+
+@dataclass(frozen=True, slots=True)
+class DenseRecall:
+    """`doctor --recall`: what the dense leg (windowrag.dense_search, the collection's HNSW index)
+    finds of the exact nearest sentences, by ef_search."""
+
+    collection: str
+    queries: int
+    own_sentences: bool  # the queries are the collection's sentences, each left out of its results
+    k: int
+    recall: dict[int, float]  # ef_search → mean recall@k against the exact scan
+    dense_ms: dict[int, float]  # ef_search → median ms of dense_search
+    exact_ms: float  # median ms of the exact scan
+
+
+def dense_recall(conn: psycopg.Connection, name: str, *, ef_searches: Sequence[int] = (100, 200, 400), k: int = 5,
+                 sample: int = 50, query_embeddings: Sequence[np.ndarray] | None = None) -> DenseRecall:
+    """Recall@K of the dense leg against an exact scan of the stored vectors (index scans off), on
+    the QUERY_EMBEDDINGS given (real questions are best: they sit apart from the sentences) or on
+    SAMPLE random sentences of the collection asked as queries. The exact scan reads every
+    sentence of the collection for each query (45 ms at 50,000 sentences on 2 cores)."""
+    collection = get_collection(conn, name)
+    own = query_embeddings is None
+    if own:
+        queries = [(row_id, vector) for row_id, vector in
+                   conn.execute(load_sql("recall_sample"), [collection.id, sample]).fetchall()]
+    else:
+        queries = [(None, np.asarray(vector, dtype=np.float32)) for vector in query_embeddings]
+    if not queries:
+        raise ValueError(f"collection {name!r}: no {'sentence' if own else 'query'} to measure recall with")
+    asked = k + own  # a sentence asked as a query finds itself first: one more, then left out
+    exact, exact_ms = [], []
+    with conn.transaction():
+        conn.execute(load_sql("no_statement_timeout_local"))
+        conn.execute(load_sql("recall_exact_scan_local"))
+        for _, vector in queries:
+            started = time.perf_counter()
+            exact.append([row[0] for row in conn.execute(load_sql("recall_exact"), [collection.id, vector, asked])])
+            exact_ms.append((time.perf_counter() - started) * 1000)
+    recall, dense_ms = {}, {}
+    for ef_search in ef_searches:
+        shares, times = [], []
+        for (row_id, vector), truth in zip(queries, exact):
+            started = time.perf_counter()
+            found = [row[0] for row in conn.execute(load_sql("recall_dense"), [name, vector, asked, ef_search])]
+            times.append((time.perf_counter() - started) * 1000)
+            shares.append(ann_recall_at_k(found, truth, k, leave_out=row_id))
+        recall[ef_search], dense_ms[ef_search] = float(np.mean(shares)), statistics.median(times)
+    return DenseRecall(name, len(queries), own, k, recall, dense_ms, statistics.median(exact_ms))

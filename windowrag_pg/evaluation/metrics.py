@@ -22,6 +22,7 @@ __all__ = [
     "ContextSpan",
     "GoldSpan",
     "aggregate",
+    "ann_recall_at_k",
     "answer_hit_at_k",
     "duplicated_chars",
     "duplicated_tokens",
@@ -271,6 +272,19 @@ def duplicated_tokens(contexts: Sequence[ContextSpan], token_counts: Sequence[in
         total += tokens * repeated / size
         seen[context.doc_id].append(mine[0])
     return total
+
+
+def ann_recall_at_k(found: Sequence[Hashable], exact: Sequence[Hashable], k: int, *,
+                    leave_out: Hashable | None = None) -> float:
+    """Share of the exact K nearest rows that an approximate search found among its first K, both
+    lists best first, without LEAVE_OUT (a row asked as its own query, which both find first)."""
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive integer, not {k!r}")
+    truth = [row for row in exact if row != leave_out][:k]
+    if not truth:
+        raise ValueError("the exact search found no row to compare with")
+    returned = [row for row in found if row != leave_out][:k]
+    return len(set(truth) & set(returned)) / len(truth)
 
 
 # --------------------------------------------------------------------------------------------
