@@ -76,4 +76,7 @@ def test_doctor_cli_prints_recall_and_names_bad_recall_arguments(db_url, contrac
     assert bad.returncode == 2 and "5000 is above 1000" in bad.stderr
     missing = doctor("--recall", contractnli_collection, "--recall-queries", str(tmp_path / "none.txt"))
     assert missing.returncode == 1 and "cannot read" in missing.stderr and "none.txt" in missing.stderr
-    assert "Traceback" not in bad.stderr + missing.stderr
+    unknown = doctor("--recall", "no_such_collection")
+    assert unknown.returncode == 1 and "'no_such_collection' does not exist" in unknown.stderr
+    assert "ok" not in unknown.stdout  # said before the checks run
+    assert "Traceback" not in bad.stderr + missing.stderr + unknown.stderr

@@ -549,6 +549,10 @@ def cmd_doctor(args) -> int:
 
     console = Console()
     with _connect(args) as conn:
+        if args.recall is not None:  # a wrong name is said before the checks run, not after
+            from .store.collections import get_collection
+
+            get_collection(conn, args.recall)
         if args.fix:
             check_may_repair(conn)
             for name in repair_indexes(conn):
