@@ -290,12 +290,13 @@ def _positive_int(text: str) -> int:
 
 
 def _ef_searches(text: str) -> tuple[int, ...]:
-    """--ef-search 100,200,400: pgvector takes 1 to 1000."""
+    """--ef-search 100,200,400, each within LIMITS["ef_search"]."""
     values = []
     for part in text.split(","):
         value = _positive_int(part.strip())
-        if value > 1000:
-            raise argparse.ArgumentTypeError(f"{value} is above 1000, pgvector's largest hnsw.ef_search")
+        if value > LIMITS["ef_search"].high:
+            raise argparse.ArgumentTypeError(f"{value} is above {LIMITS['ef_search'].high}, "
+                                             "pgvector's largest hnsw.ef_search")
         values.append(value)
     return tuple(dict.fromkeys(values))
 
@@ -546,13 +547,12 @@ def cmd_doctor(args) -> int:
     from rich.console import Console
 
     from .doctor import centre_indexes, check_may_repair, repair_bm25, repair_indexes, repair_native, run_checks
+    from .store.collections import get_collection
 
     console = Console()
     with _connect(args) as conn:
-        if args.recall is not None:  # a wrong name is said before the checks run, not after
-            from .store.collections import get_collection
-
-            get_collection(conn, args.recall)
+        # a wrong name is said before the checks run, not after
+        recall_collection = get_collection(conn, args.recall) if args.recall is not None else None
         if args.fix:
             check_may_repair(conn)
             for name in repair_indexes(conn):
@@ -564,31 +564,29 @@ def cmd_doctor(args) -> int:
             if repair_native(conn):
                 console.print("fixed BM25 sums in C: CREATE EXTENSION windowrag_native")
         checks = run_checks(conn)
-    for check in checks:
-        mark = "[green]ok[/green]  " if check.ok else "[red]FAIL[/red]"
-        console.print(f"{mark} {check.name}: {check.detail}" + (f"\n      fix: {check.fix}" if check.fix else ""))
-    failed = sum(not c.ok for c in checks)
-    console.print(f"{len(checks) - failed} ok, {failed} failed")
-    if args.recall is not None:
-        _print_recall(console, args)
+        for check in checks:
+            mark = "[green]ok[/green]  " if check.ok else "[red]FAIL[/red]"
+            console.print(f"{mark} {check.name}: {check.detail}" + (f"\n      fix: {check.fix}" if check.fix else ""))
+        failed = sum(not c.ok for c in checks)
+        console.print(f"{len(checks) - failed} ok, {failed} failed")
+        if recall_collection is not None:
+            _print_recall(console, conn, recall_collection, args)
     return 1 if failed else 0
 
 
-def _print_recall(console, args) -> None:
+def _print_recall(console, conn, collection, args) -> None:
     from .doctor import dense_recall
     from .embed import get_embedder
-    from .store.collections import get_collection
 
-    with _connect(args) as conn:
-        embeddings = None
-        if args.recall_queries is not None:
-            questions = [line.strip() for line in _read_text(args.recall_queries).splitlines() if line.strip()]
-            if not questions:
-                raise SystemExit(f"windowrag doctor: {args.recall_queries}: no question in it (one a line)")
-            embedder = get_embedder(get_collection(conn, args.recall).embedding_model)
-            embeddings = [embedder.embed_query(question) for question in questions]
-        result = dense_recall(conn, args.recall, ef_searches=args.ef_search, sample=args.recall_sample,
-                              query_embeddings=embeddings)
+    embeddings = None
+    if args.recall_queries is not None:
+        questions = [line.strip() for line in _read_text(args.recall_queries).splitlines() if line.strip()]
+        if not questions:
+            raise SystemExit(f"windowrag doctor: {args.recall_queries}: no question in it (one a line)")
+        embedder = get_embedder(collection.embedding_model)
+        embeddings = [embedder.embed_query(question) for question in questions]
+    result = dense_recall(conn, collection.name, ef_searches=args.ef_search, sample=args.recall_sample,
+                          query_embeddings=embeddings)
     asked = (f"{result.queries} of its sentences asked as queries (each left out of its own results)"
              if result.own_sentences else f"{result.queries} questions of {args.recall_queries}")
     console.print(f"dense recall@{result.k} of {result.collection!r} against an exact scan ({result.exact_ms:.1f} ms "
