@@ -154,6 +154,22 @@ tokens before, none after; +2.6 and +0.4 sentences. The plain-text sets have no 
 figures are unchanged), and reading the gaps costs `candidate_sentences` +0.013 ms (paired median
 of 290 queries on the handbook collection).
 
+**Headings** (2026-11-26, migration 0029, `benchmarks/heading_values.py --collection handbook`:
+the 40 handbook questions, abstention off, both selections over the same candidates). A
+Markdown heading is a unit of its own, and it matches a question about its section well (its
+few words are the section's subject). Valued as a sentence it was sent alone, as a context of
+its own, at small budgets: 16 of the 40 questions had such a context at 256 tokens, 6 at 512, 5
+at 700 and 2 at 1,200, each one of the k = 5 contexts (`windowrag query "How much does the
+company pay towards dental insurance?" --token-budget 30` on the samples: the dental run and
+four bare headings). Since 0029 `candidate_sentences` returns each sentence's kind and a
+heading has no value of its own: its words are the last step of the section path that cites
+every context of its section, so it is never sent alone nor at a run's edge (only inside a run
+that crosses it, with `clamp='document'`); it still counts for the relevance and its
+neighbours' features. The same budgets then send +0.8 / +0.8 / +1.9 / +2.4 other sentences and
++0.029 / +0.021 / +0.018 / +0.016 of their summed values at 256 / 512 / 700 / 1,200 tokens
+(paired: 37 / 33 / 33 / 26 of the 40 questions gain, none loses). The plain-text evaluation sets
+hold no headings: their figures are unchanged.
+
 **Against the baselines at equal tokens.** `full` beats `chunks512`, `chunks256` and
 `window_nomerge` (LlamaIndex's window, which also spends up to 200 tokens of each SQuAD query on
 text it sends twice) at every budget from 256 to 2,048 on both sets: by +0.08 to +0.20 hit@5 on

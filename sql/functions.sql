@@ -689,7 +689,8 @@ END $$;
 -- embedding, hit or not), its BM25 score, the query lexemes it holds (with their idf), and its
 -- fused/dense/BM25 ranks when it is a hit, and its gap: the text between it and the next
 -- sentence of its section when that is more than whitespace (Markdown list markers, a table's
--- |---| row, raw HTML tags; NULL otherwise), which a run holding both sends (migration 0028).
+-- |---| row, raw HTML tags; NULL otherwise), which a run holding both sends (migration 0028),
+-- and its kind (sentence, heading, list_item, ...: a heading has no value of its own, 0029).
 -- Selection (which runs to send under a token budget, the gaps' tokens counted) happens in
 -- Python over these rows (windowrag_pg/segment/select.py).
 -- A new result column cannot be added by CREATE OR REPLACE: the function is dropped first
@@ -707,7 +708,8 @@ RETURNS TABLE (
     document_id bigint, external_id text, title text, section_id bigint, section_path text[],
     ordinal integer, start_char integer, end_char integer, token_count integer, page integer,
     cosine float8, window_cosine float8, bm25 float8, matched_terms text[], matched_idf float8[],
-    fused_rank integer, dense_rank integer, bm25_rank integer, rrf_score float8, query_idf float8, gap text)
+    fused_rank integer, dense_rank integer, bm25_rank integer, rrf_score float8, query_idf float8, gap text,
+    kind text)
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 DECLARE
@@ -797,7 +799,8 @@ BEGIN
                 ELSE 1 - (s.window_embedding <=> query_embedding)::float8 END,
            coalesce(m.score, 0), coalesce(m.terms, '{}'), coalesce(m.idfs, '{}'),
            h.rank, h.dense_rank, h.bm25_rank, h.rrf_score, total_idf,
-           CASE WHEN s.ordinal < sec.last_sentence AND s.gap ~ '[^[:space:]]' THEN s.gap END
+           CASE WHEN s.ordinal < sec.last_sentence AND s.gap ~ '[^[:space:]]' THEN s.gap END,
+           s.kind
     FROM cand s
     CROSS JOIN LATERAL (SELECT sec.heading_path, sec.last_sentence FROM windowrag.sections sec
                         WHERE sec.id = s.section_id OFFSET 0) sec

@@ -382,6 +382,25 @@ def test_the_selection_counts_the_text_between_sentences_when_it_plans(conn, col
     assert any("| Paris | 210 EUR |" in c.text for c in result.contexts)
 
 
+def test_a_small_budget_is_not_spent_on_bare_headings(conn, samples_collection, embedder):
+    """At 30 tokens the dental question got its answer and four contexts that were a heading
+    alone ("Health insurance", "Benefits", ...): a heading has no value of its own since 0029, so
+    every context starts and ends on a sentence, and its section's heading is in its citation."""
+    result = Pipeline(conn, collection=samples_collection, embedder=embedder).search(
+        "How much does the company pay towards dental insurance?", token_budget=30)
+    assert result.contexts and any("full premium" in c.text for c in result.contexts)
+    kinds = conn.execute("SELECT d.external_id, s.ordinal, s.kind FROM windowrag.sentences s"
+                         " JOIN windowrag.documents d ON d.id = s.document_id"
+                         " JOIN windowrag.collections c ON c.id = d.collection_id WHERE c.name = %s",
+                         [samples_collection]).fetchall()
+    kind = {(doc, ordinal): k for doc, ordinal, k in kinds}
+    assert "heading" in kind.values()
+    for c in result.contexts:
+        where = c.citation
+        edges = {kind[(where.document_id, where.first_ordinal)], kind[(where.document_id, where.last_ordinal)]}
+        assert "heading" not in edges, c.text
+
+
 @pytest.mark.parametrize("selection", ["segments", "windows"])
 def test_a_document_replaced_during_a_search_never_lends_its_place_to_another(conn, collection_name, embedder,
                                                                               selection):

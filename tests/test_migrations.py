@@ -413,15 +413,37 @@ def test_0028_candidate_sentences_returns_the_gaps_down_and_up(db_url, embedder)
         query = ("SELECT * FROM windowrag.candidate_sentences('many', 'hotel rate in Paris', %s::vector) "
                  "ORDER BY ordinal")
         at_head = conn.execute(query, [vector]).fetchall()
-        gaps = {row[5]: row[-1] for row in at_head}  # ordinal → gap
+        gaps = {row[5]: row[20] for row in at_head}  # ordinal → gap
         assert gaps[1] == "\n\n- " and gaps[2] == "\n- "  # list markers between sentences of a section
         assert gaps[3] is None  # "\n\n": whitespace only
         assert gaps[4] is None  # the end of its section: the next heading is not a gap
         db.downgrade(conn, "0027")
         at_0027 = conn.execute(query, [vector]).fetchall()
-        assert [row[:-1] for row in at_head] == at_0027
+        assert [row[:20] for row in at_head] == at_0027
         comment = "SELECT obj_description('windowrag.candidate_sentences'::regproc, 'pg_proc')"
         assert "matched query terms and ranks." in conn.execute(comment).fetchone()[0]
         db.upgrade(conn)
         assert conn.execute(query, [vector]).fetchall() == at_head
         assert "(gap)" in conn.execute(comment).fetchone()[0]
+
+
+def test_0029_candidate_sentences_returns_the_kinds_down_and_up(db_url, embedder):
+    """0029: candidate_sentences gives each sentence's kind (a heading is one); the downgrade
+    gives back 0028's function (no kind column) with its comment, the upgrade the live one; the
+    other columns are the same rows throughout."""
+    text = "# Rates\n\nRates are set every year.\n\n- Paris is 210 EUR a night.\n- Lyon is 140 EUR a night.\n"
+    with scratch_database(db_url, "migration_0029_test") as url, db.connect(url, autocommit=True) as conn:
+        Ingestor(conn, collection="kinds", embedder=embedder).ingest([
+            SourceDocument(external_id="rates", format="markdown", text=text)])
+        vector = str(embedder.embed_query("hotel rate in Paris").tolist())
+        query = ("SELECT * FROM windowrag.candidate_sentences('kinds', 'hotel rate in Paris', %s::vector) "
+                 "ORDER BY ordinal")
+        at_head = conn.execute(query, [vector]).fetchall()
+        assert [row[-1] for row in at_head] == ["heading", "sentence", "list_item", "list_item"]
+        db.downgrade(conn, "0028")
+        assert [row[:-1] for row in at_head] == conn.execute(query, [vector]).fetchall()
+        comment = "SELECT obj_description('windowrag.candidate_sentences'::regproc, 'pg_proc')"
+        assert "its kind" not in conn.execute(comment).fetchone()[0]
+        db.upgrade(conn)
+        assert conn.execute(query, [vector]).fetchall() == at_head
+        assert "its kind" in conn.execute(comment).fetchone()[0]

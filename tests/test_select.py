@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -135,10 +136,31 @@ def test_bad_limits_are_refused(bad):
         select_runs([1.0], [1], [False], **arguments)
 
 
-def candidate(ordinal, cosine, *, section=1, document=1, tokens=20, rank=None, bm25=0.0, terms=()):
+def candidate(ordinal, cosine, *, section=1, document=1, tokens=20, rank=None, bm25=0.0, terms=(), kind="sentence"):
     return CandidateSentence(document_key=document, section_id=section, ordinal=ordinal, start_char=ordinal * 100,
                              end_char=ordinal * 100 + 90, token_count=tokens, cosine=cosine, window_cosine=cosine,
-                             bm25=bm25, fused_rank=rank, terms=terms)
+                             bm25=bm25, fused_rank=rank, terms=terms, kind=kind)
+
+
+def test_a_heading_is_never_sent_alone_nor_at_the_edge_of_a_run():
+    # sections 1 and 2 each open with a heading that matches the query best (as "Health
+    # insurance" does a question on dental cover); the budget leaves room for both headings
+    key = (("dental", 3.0), ("insur", 2.0))
+    sentences = [candidate(0, 0.90, section=1, tokens=3, rank=1, bm25=6.0, terms=key, kind="heading"),
+                 candidate(1, 0.70, section=1, tokens=20, rank=3, bm25=3.0, terms=key[:1]),
+                 candidate(2, 0.55, section=1, tokens=20),
+                 candidate(3, 0.88, section=2, tokens=3, rank=2, bm25=5.0, terms=key[1:], kind="heading"),
+                 candidate(4, 0.52, section=2, tokens=20)]
+    before = choose_segments([replace(s, kind="sentence") for s in sentences], query_idf=10.0, budget=26, max_segments=3)
+    assert {(r.start, r.end) for r in before.runs} >= {(3, 4)}  # what a heading's own value did
+    chosen = choose_segments(sentences, query_idf=10.0, budget=26, max_segments=3)
+    assert [(r.start, r.end) for r in chosen.runs] == [(1, 2)]  # the body sentence, without its heading
+    assert chosen.relevance == before.relevance  # the heading still says the corpus answers
+    # inside a run that crosses it (clamp 'document': one key for the document), a heading is sent
+    wide = choose_segments([replace(s, section_id=1) for s in sentences], query_idf=10.0, budget=100, max_segments=1)
+    assert [(r.start, r.end) for r in wide.runs] == [(1, 5)]
+    # candidates that are all headings give no run
+    assert choose_segments([sentences[0], sentences[3]], query_idf=10.0, budget=26, max_segments=3).runs == []
 
 
 def test_values_rank_the_matching_sentence_first_and_its_neighbours_next():
@@ -260,7 +282,7 @@ def test_gap_tokens_are_counted_or_bounded_from_above():
 
     def row(ordinal, gap):
         return (1, "doc", None, 1, [], ordinal, ordinal * 10, ordinal * 10 + 9, 5, None, 0.5, 0.5, 0.0, [], [],
-                None, None, None, None, 3.0, gap)
+                None, None, None, None, 3.0, gap, "sentence")
 
     image = '<img src="data:image/png;base64,' + "QUJD" * MAX_COUNTED_GAP + '">'
     gaps = ["\n\n- ", "</td>\n<td>", "|---|---|\n| é ", image, None]

@@ -246,7 +246,8 @@ class Pipeline:
             timings["rerank_ms"] = (time.perf_counter() - mark) * 1000
         mark = time.perf_counter()
         if abstain is None and not selection.runs:
-            abstain = "no sentence fits the token budget"
+            abstain = ("only headings matched the query" if all(c.kind == "heading" for c in candidates.sentences)
+                       else "no sentence fits the token budget")
         runs = [] if abstain else selection.runs
         contexts = [_context_from_run(candidates, run, selection.probabilities) for run in runs]
         contexts = order_contexts(contexts, order=options.order)

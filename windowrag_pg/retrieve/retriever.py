@@ -393,14 +393,14 @@ def candidates_from_rows(query: str, rows, timings_ms: dict[str, float], *,
     counts the UTF-8 bytes of its characters that are not spaces: at least its tokens for
     WordPiece and byte-level BPE tokenizers (a token holds a byte or more), so the budget holds;
     and a 1 MB base64 image in raw HTML is not tokenized on every query."""
-    gap_tokens = iter(_gap_token_counts([row[-1] for row in rows if row[-1]], count_tokens))
+    gap_tokens = iter(_gap_token_counts([row[-2] for row in rows if row[-2]], count_tokens))  # (…, gap, kind)
     sentences: list[CandidateSentence] = []
     documents: dict[int, tuple[str, str | None]] = {}
     sections: dict[int, list[str]] = {}
     hits: dict[tuple[int, int], Hit] = {}
     query_idf = 0.0
     for (doc_key, external_id, title, section_id, section_path, ordinal, start, end, tokens, page, cosine,
-         window_cosine, bm25, terms, idfs, fused_rank, dense_rank, bm25_rank, rrf_score, total_idf, gap) in rows:
+         window_cosine, bm25, terms, idfs, fused_rank, dense_rank, bm25_rank, rrf_score, total_idf, gap, kind) in rows:
         query_idf = float(total_idf or 0.0)
         documents[doc_key] = (external_id, title)
         sections[section_id] = list(section_path or [])
@@ -408,7 +408,7 @@ def candidates_from_rows(query: str, rows, timings_ms: dict[str, float], *,
             document_key=doc_key, section_id=section_id, ordinal=ordinal, start_char=start, end_char=end,
             token_count=int(tokens), cosine=cosine, window_cosine=window_cosine, bm25=float(bm25),
             fused_rank=fused_rank, terms=tuple(zip(terms, idfs)), page=page,
-            gap_tokens=next(gap_tokens) if gap else 0))
+            gap_tokens=next(gap_tokens) if gap else 0, kind=kind))
         if fused_rank is not None:
             hits[(doc_key, ordinal)] = Hit(ordinal, dense_rank, bm25_rank, float(rrf_score))
     return Candidates(query=query, sentences=sentences, documents=documents, section_paths=sections,

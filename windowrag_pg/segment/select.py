@@ -270,12 +270,17 @@ def choose_segments(candidates: Sequence[CandidateSentence], *, query_idf: float
         return Selection([], probabilities, relevance)
     tokens = np.asarray([c.token_count for c in candidates], dtype=np.int64)
     price = sentence_floor * float(probabilities.max()) * tokens / 32.0
+    # A heading is worth nothing of its own: its words are the last step of the section path that
+    # cites every context of its section, and alone it answers nothing (at small budgets the
+    # selection sent bare headings, a context each). It is sent only inside a run that crosses
+    # it (clamp 'document'), never alone nor at a run's edge; its probability still counts for
+    # the relevance and its neighbours' features.
+    worth = np.where([c.kind == "heading" for c in candidates], -price, probabilities - price)
     gaps = np.asarray([c.gap_tokens for c in candidates], dtype=np.int64)
     continues = run_breaks([(c.document_key, c.section_id) for c in candidates], [c.ordinal for c in candidates])
     if window is not None:
-        runs = windows_by_value(probabilities - price, tokens, continues, budget=budget,
+        runs = windows_by_value(worth, tokens, continues, budget=budget,
                                 max_segments=max_segments, window=window, gaps=gaps)
     else:
-        runs = select_runs(probabilities - price, tokens, continues, budget=budget, max_segments=max_segments,
-                           gaps=gaps)
+        runs = select_runs(worth, tokens, continues, budget=budget, max_segments=max_segments, gaps=gaps)
     return Selection(runs, probabilities, relevance)

@@ -44,6 +44,7 @@ class CandidateSentence:
     # tokens of the document's text between it and the next sentence (Markdown markers, tags):
     # sent when a run holds both (0 for whitespace)
     gap_tokens: int = 0
+    kind: str = "sentence"  # the unit's kind (parse/types.py UNIT_KINDS); a heading has no value of its own
 
 
 FEATURES = (
