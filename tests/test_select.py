@@ -159,6 +159,13 @@ def test_a_heading_is_never_sent_alone_nor_at_the_edge_of_a_run():
     # inside a run that crosses it (clamp 'document': one key for the document), a heading is sent
     wide = choose_segments([replace(s, section_id=1) for s in sentences], query_idf=10.0, budget=100, max_segments=1)
     assert [(r.start, r.end) for r in wide.runs] == [(1, 5)]
+    # nor as the centre of a fixed window (RSE off): a budget that leaves no room for its
+    # neighbours sent the heading alone
+    windows = choose_segments(sentences, query_idf=10.0, budget=26, max_segments=3, window=1)
+    assert all((r.start, r.end) != (3, 4) for r in windows.runs) and windows.runs
+    assert any((r.start, r.end) == (3, 4)
+               for r in choose_segments([replace(s, kind="sentence") for s in sentences], query_idf=10.0, budget=26,
+                                        max_segments=3, window=1).runs)
     # candidates that are all headings give no run
     assert choose_segments([sentences[0], sentences[3]], query_idf=10.0, budget=26, max_segments=3).runs == []
 
@@ -228,8 +235,9 @@ def test_windows_by_value_keep_the_budget_the_runs_and_the_breaks(cands, budget,
     for r in runs:
         assert all(continues[r.start + 1:r.end])  # no run crosses a break
     best = int(np.argmax(values))
-    if tokens[best] <= budget:  # the most valuable sentence is always sent when it fits
+    if tokens[best] <= budget and values[best] > 0:  # the most valuable sentence is always sent when it fits
         assert any(r.start <= best < r.end for r in runs)
+    assert all(values[r.start:r.end].max() > 0 for r in runs)  # a window's centre is worth more than nothing
 
 
 def test_windows_by_value_send_fixed_windows_where_rse_sends_the_valuable_run():

@@ -188,7 +188,8 @@ def windows_by_value(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike,
                      max_segments: int, window: int, gaps: ArrayLike | None = None) -> list[Run]:
     """RSE off, for comparison: the same sentence values, but fixed windows instead of the best runs.
 
-    Sentences are taken best first; each brings its ±``window`` neighbours (clamped at breaks),
+    Sentences worth more than nothing are taken best first (a heading, worth nothing of its own,
+    is never a window's centre); each brings its ±``window`` neighbours (clamped at breaks),
     merged with chosen text it overlaps or touches. A window that would need a run beyond
     ``max_segments`` is skipped; one that does not fit the budget (its gaps counted as in
     select_runs) is narrowed around its sentence until it fits (skipped when the sentence alone
@@ -201,6 +202,8 @@ def windows_by_value(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike,
     group = np.cumsum(~cont)  # sentences that may share a run share a group number
     chosen = np.zeros(n, dtype=bool)
     for hit in np.argsort(-v, kind="stable"):
+        if v[hit] <= 0:
+            break  # the rest are worth nothing either
         if chosen[hit]:
             continue
         for width in range(window, -1, -1):
