@@ -138,3 +138,13 @@ def test_a_citation_names_one_page_once():
                    last_ordinal=1, pages=(11,))
     assert one.label().endswith(", p. 11")  # was "p. 11-11"
     assert replace(one, pages=(3, 4)).label().endswith(", p. 3-4")
+
+
+def test_a_citation_names_a_title_that_is_also_the_first_heading_once():
+    citation = Citation(document_id="handbook.md", title="Acme  handbook", section_path=("Acme handbook", "Benefits"),
+                        start_char=5, end_char=9, first_ordinal=1, last_ordinal=1)
+    assert citation.label() == "Acme  handbook [handbook.md] › Benefits, chars 5–9"
+    assert replace(citation, section_path=("Acme handbook",)).label() == "Acme  handbook [handbook.md], chars 5–9"
+    # another first heading, or no title, keeps the whole path
+    assert replace(citation, title="Guide").label() == "Guide [handbook.md] › Acme handbook › Benefits, chars 5–9"
+    assert replace(citation, title=None).label() == "[handbook.md] › Acme handbook › Benefits, chars 5–9"

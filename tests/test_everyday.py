@@ -295,7 +295,8 @@ def test_collection_helpers_take_a_pool_or_a_url_and_a_model_name(db_url, conn, 
 def test_format_context_takes_a_retrievers_contexts(conn, collection_name, embedder):
     Ingestor(conn, collection=collection_name, embedder=embedder).ingest(DOCS)
     contexts = wr.Retriever(conn, collection=collection_name, embedder=embedder).search("rotate keys", k=1).contexts
-    assert wr.format_context(contexts).startswith("[1] Keys [keys] › Keys, chars 2–75\nKeys\n\nSigning keys are rotated")
+    # the page's H1 is its title: named once, not again as the first step of the section path
+    assert wr.format_context(contexts).startswith("[1] Keys [keys], chars 2–75\nKeys\n\nSigning keys are rotated")
 
 
 def test_json_lines_sources_and_source_filters_read_paths_as_files_do(db_url, collection_name, tmp_path, monkeypatch,

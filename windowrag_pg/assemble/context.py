@@ -32,7 +32,11 @@ class Citation:
     pages: tuple[int, ...] = ()
 
     def label(self) -> str:
-        where = " › ".join(self.section_path)
+        path = list(self.section_path)
+        # a Markdown page's H1 is usually its title: "Handbook [h.md] › Benefits", not "… › Handbook › Benefits"
+        if path and self.title and " ".join(path[0].split()).casefold() == " ".join(self.title.split()).casefold():
+            path = path[1:]
+        where = " › ".join(path)
         pages = f", p. {'-'.join(dict.fromkeys(str(p) for p in (self.pages[0], self.pages[-1])))}" if self.pages else ""
         title = f"{self.title} " if self.title else ""
         return (f"{title}[{self.document_id}]{' › ' + where if where else ''}, "
