@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
@@ -158,6 +159,12 @@ def test_doctor_creates_it_in_a_database_without_it(db_url, embedder):
             conn.execute("DROP EXTENSION windowrag_native")
             check = next(c for c in run_checks(conn) if c.name == "BM25 sums in C")
             assert check.ok and "not in this database" in check.detail and check.fix == "windowrag doctor --fix"
+            # the CLI shows a passing check with something to do as a note, not "ok … fix:"; exit 0
+            doctor = subprocess.run([sys.executable, "-m", "windowrag_pg.cli", "--database-url", url, "doctor"],
+                                    capture_output=True, text=True, timeout=300)
+            assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+            assert "note BM25 sums in C: windowrag_native is on the server" in doctor.stdout
+            assert "to do: windowrag doctor --fix" in doctor.stdout and "1 note, 0 failed" in doctor.stdout
             assert bm25_results(conn, "p") == before  # the SQL phase 1
             assert repair_native(conn) and native_state(conn)[0] == "1.0"
             assert not repair_native(conn)  # nothing left to do

@@ -565,10 +565,14 @@ def cmd_doctor(args) -> int:
                 console.print("fixed BM25 sums in C: CREATE EXTENSION windowrag_native")
         checks = run_checks(conn)
         for check in checks:
-            mark = "[green]ok[/green]  " if check.ok else "[red]FAIL[/red]"
-            console.print(f"{mark} {check.name}: {check.detail}" + (f"\n      fix: {check.fix}" if check.fix else ""))
+            # a check that passes with something to do (an optional part missing, a slower path)
+            # is a note: "ok … fix:" read as a contradiction
+            mark = "[red]FAIL[/red]" if not check.ok else "[yellow]note[/yellow]" if check.fix else "[green]ok[/green]  "
+            advice = "fix" if not check.ok else "to do"
+            console.print(f"{mark} {check.name}: {check.detail}" + (f"\n      {advice}: {check.fix}" if check.fix else ""))
         failed = sum(not c.ok for c in checks)
-        console.print(f"{len(checks) - failed} ok, {failed} failed")
+        notes = sum(c.ok and bool(c.fix) for c in checks)
+        console.print(f"{len(checks) - failed - notes} ok, {notes} note{'s' * (notes != 1)}, {failed} failed")
         if recall_collection is not None:
             _print_recall(console, conn, recall_collection, args)
     return 1 if failed else 0
