@@ -38,7 +38,7 @@ from windowrag_pg.embed import get_embedder  # noqa: E402
 from windowrag_pg.evaluation.presets import PRESETS  # noqa: E402
 from windowrag_pg.evaluation.runner import ensure_ingested, read_queries, sample_queries  # noqa: E402
 from windowrag_pg.pipeline import PipelineOptions  # noqa: E402
-from windowrag_pg.retrieve.retriever import Retriever, SearchOptions  # noqa: E402
+from windowrag_pg.retrieve.retriever import Retriever  # noqa: E402
 from windowrag_pg.segment.values import (  # noqa: E402
     FEATURES, RELEVANCE_FEATURES, WEIGHTS, feature_matrix, relevance_features, sentence_probabilities,
 )
@@ -104,9 +104,7 @@ def collect(args) -> dict:
     """Every query's candidates: {"in_corpus": [(dataset, candidates, labels)], "relevance": [(features
     input, label, group)]} — stored as plain values so a cache can be refitted with new features."""
 
-    defaults = PipelineOptions()
-    options = SearchOptions(k=defaults.k, mode=defaults.mode, candidates=defaults.candidates, clamp=defaults.clamp,
-                            rrf_k=defaults.rrf_k, ef_search=defaults.ef_search, radius=defaults.radius)
+    options = PipelineOptions().candidate_search()
     embedder = get_embedder()
     conn = connect(autocommit=True)
     collections = {}

@@ -27,7 +27,6 @@ from windowrag_pg.db.connection import connect
 from windowrag_pg.db.embedded import start_embedded
 from windowrag_pg.embed import get_embedder
 from windowrag_pg.pipeline import Pipeline, PipelineOptions
-from windowrag_pg.retrieve.retriever import SearchOptions
 from windowrag_pg.segment.select import choose_segments
 
 HERE = Path(__file__).resolve().parent
@@ -59,9 +58,7 @@ def main() -> int:
     pipeline = Pipeline(conn, collection=args.collection, embedder=get_embedder())
     with args.queries.open(encoding="utf-8") as lines:
         queries = list(dict.fromkeys(json.loads(line)["query"] for line in lines if line.strip()))
-    defaults = PipelineOptions()
-    search = SearchOptions(k=defaults.k, mode=defaults.mode, candidates=defaults.candidates, clamp=defaults.clamp,
-                           rrf_k=defaults.rrf_k, ef_search=defaults.ef_search, radius=defaults.radius)
+    search = PipelineOptions().candidate_search()
     budgets = [int(b) for b in args.budgets.split(",")]
     rows: dict[tuple[int, str], list[dict]] = {}
     for query in queries:
@@ -73,7 +70,7 @@ def main() -> int:
         for budget in budgets:
             for name, candidates in zip(SELECTIONS, (as_sentences, found.sentences)):
                 rows.setdefault((budget, name), []).append(measure(
-                    candidates, heading, query_idf=found.query_idf, background=found.background, budget=budget, k=defaults.k))
+                    candidates, heading, query_idf=found.query_idf, background=found.background, budget=budget, k=search.k))
     print(f"## Headings: {args.collection}, {len(rows[(budgets[0], SELECTIONS[0])])} queries of {args.queries.name}\n")
     print("| budget | headings | contexts | a heading alone (queries with one) | heading tokens sent | tokens sent "
           "| other sentences sent | their summed values |")

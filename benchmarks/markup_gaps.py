@@ -29,7 +29,6 @@ from windowrag_pg.db.connection import connect
 from windowrag_pg.db.embedded import start_embedded
 from windowrag_pg.embed import get_embedder
 from windowrag_pg.pipeline import Pipeline, PipelineOptions
-from windowrag_pg.retrieve.retriever import SearchOptions
 from windowrag_pg.segment.values import feature_matrix, sentence_probabilities
 
 HERE = Path(__file__).resolve().parent
@@ -75,9 +74,7 @@ def main() -> int:
     pipeline = Pipeline(conn, collection=args.collection, embedder=embedder)
     with args.queries.open(encoding="utf-8") as lines:
         queries = list(dict.fromkeys(json.loads(line)["query"] for line in lines if line.strip()))[: args.limit]
-    defaults = PipelineOptions()
-    search = SearchOptions(k=defaults.k, mode=defaults.mode, candidates=defaults.candidates, clamp=defaults.clamp,
-                           rrf_k=defaults.rrf_k, ef_search=defaults.ef_search, radius=defaults.radius)
+    search = PipelineOptions().candidate_search()
     budgets = [int(b) for b in args.budgets.split(",")]
     rows: dict[tuple[int, str], list[dict]] = {}
     for query in queries:

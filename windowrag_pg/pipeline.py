@@ -136,6 +136,11 @@ class PipelineOptions:
             except (ValueError, TypeError) as exc:
                 raise QueryError(f"rse: {exc}") from None
 
+    def candidate_search(self) -> SearchOptions:
+        """The search that gives the segments selection its candidates (windowrag.candidate_sentences)."""
+        return SearchOptions(k=self.k, window=self.window, mode=self.mode, candidates=self.candidates,
+                             clamp=self.clamp, rrf_k=self.rrf_k, ef_search=self.ef_search, radius=self.radius)
+
 
 @dataclass(slots=True)
 class PipelineResult:
@@ -213,12 +218,7 @@ class Pipeline:
                        collection: str | None) -> Steps[PipelineResult]:
         started = time.perf_counter()
         candidates = yield from self.retriever.candidates_steps(
-            query,
-            SearchOptions(k=options.k, window=options.window, mode=options.mode, candidates=options.candidates,
-                          clamp=options.clamp, rrf_k=options.rrf_k, ef_search=options.ef_search,
-                          radius=options.radius),
-            filters=filters, collection=collection,
-        )
+            query, options.candidate_search(), filters=filters, collection=collection)
         timings = dict(candidates.timings_ms)
         mark = time.perf_counter()
         budget = options.token_budget or UNBOUNDED_BUDGET
