@@ -148,3 +148,5 @@ def test_a_citation_names_a_title_that_is_also_the_first_heading_once():
     # another first heading, or no title, keeps the whole path
     assert replace(citation, title="Guide").label() == "Guide [handbook.md] › Acme handbook › Benefits, chars 5–9"
     assert replace(citation, title=None).label() == "[handbook.md] › Acme handbook › Benefits, chars 5–9"
+    # a title that is the id again is said once
+    assert replace(citation, title="handbook.md").label() == "[handbook.md] › Acme handbook › Benefits, chars 5–9"

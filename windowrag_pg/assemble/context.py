@@ -38,7 +38,8 @@ class Citation:
             path = path[1:]
         where = " › ".join(path)
         pages = f", p. {'-'.join(dict.fromkeys(str(p) for p in (self.pages[0], self.pages[-1])))}" if self.pages else ""
-        title = f"{self.title} " if self.title else ""
+        # a title that is the id again (JSON lines whose title is the file's path) is said once
+        title = f"{self.title} " if self.title and self.title.strip() != self.document_id else ""
         return (f"{title}[{self.document_id}]{' › ' + where if where else ''}, "
                 f"chars {self.start_char}–{self.end_char}{pages}")
 
