@@ -402,6 +402,15 @@ def test_a_small_budget_is_not_spent_on_bare_headings(conn, samples_collection, 
         assert "heading" not in edges, c.text
 
 
+def test_a_collection_of_headings_alone_says_why_nothing_is_sent(conn, collection_name, embedder):
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest([SourceDocument(
+        external_id="toc", format="markdown", text="# Handbook\n\n## Dental insurance\n\n## Parental leave\n")])
+    result = Pipeline(conn, collection=collection_name, embedder=embedder).search(
+        "dental insurance", token_budget=100, min_relevance=None)
+    assert result.abstained and not result.contexts
+    assert result.trace["abstain"] == "only headings matched the query"
+
+
 @pytest.mark.parametrize("selection", ["segments", "windows"])
 def test_a_document_replaced_during_a_search_never_lends_its_place_to_another(conn, collection_name, embedder,
                                                                               selection):
