@@ -68,8 +68,9 @@ which `full` meant today's `windows` without a budget.
 1. `windowrag.candidate_sentences` (one SQL statement): RRF fusion of the BM25 and dense top 20,
    then every sentence within 6 of those hits in their section, with its own cosine to the query,
    the cosine of the mean vector of it and its two neighbours, its BM25 score, the query lexemes
-   it holds (with idf), its ranks when it is a hit, and (since migration 0028) the text between
-   it and the next sentence of its section when that is more than whitespace.
+   it holds (with idf), its ranks when it is a hit, (since migration 0028) the text between
+   it and the next sentence of its section when that is more than whitespace, and (since 0029)
+   its kind: a heading has no value of its own in item 3 ("Headings" below).
 2. **Sentence values** (`windowrag_pg/segment/values.py`): a logistic model of 15 features, all
    but one relative to the query's own candidates (gap to the best cosine, share of the best BM25,
    neighbours, closeness to the top hits, share of the query's idf mass held by the sentence and
