@@ -137,3 +137,27 @@ def test_the_documented_flags_of_windowrag_commands_exist():
         if flags_of(command) - known:
             unknown[f"{source}: {command}"] = sorted(flags_of(command) - known)
     assert not unknown, unknown
+
+
+@pytest.mark.slow
+def test_heading_values_runs_on_the_samples(tmp_path):
+    """benchmarks/heading_values.py on the bundled Markdown samples: at 30 tokens the dental
+    question sent bare headings while headings were valued as sentences, and sends none now."""
+    home = tmp_path / "headings"
+    environment = {**os.environ, "WINDOWRAG_HOME": str(home)}
+    try:
+        samples = sorted(str(path) for path in (REPO / "windowrag_pg" / "samples").glob("*.md"))
+        ingested = subprocess.run([sys.executable, "-m", "windowrag_pg.cli", "ingest", *samples, "--collection", "docs"],
+                                  cwd=REPO, env=environment, capture_output=True, text=True, timeout=600)
+        assert ingested.returncode == 0, ingested.stderr[-3000:]
+        queries = tmp_path / "queries.jsonl"
+        queries.write_text('{"query": "How much does the company pay towards dental insurance?"}\n')
+        result = run_script("heading_values.py", "--collection", "docs", "--queries", str(queries), "--budgets", "30",
+                            home=home)
+        assert result.returncode == 0, result.stderr[-3000:]
+        rows = {line.split("|")[2].strip(): line.split("|") for line in result.stdout.splitlines()
+                if line.startswith("| 30 |")}
+        assert float(rows["headings valued"][4].split()[0]) > 0  # bare headings sent as contexts
+        assert float(rows["no value (0029)"][4].split()[0]) == 0
+    finally:
+        stop_servers(home)
