@@ -155,8 +155,9 @@ tokens before, none after; +2.6 and +0.4 sentences. The plain-text sets have no 
 figures are unchanged), and reading the gaps costs `candidate_sentences` +0.013 ms (paired median
 of 290 queries on the handbook collection).
 
-**Headings** (2026-11-26, migration 0029, `benchmarks/heading_values.py --collection handbook`:
-the 40 handbook questions, abstention off, both selections over the same candidates). A
+**Headings** (2026-11-26, migration 0029, `benchmarks/heading_values.py --collection handbook`
+after `windowrag ingest ../shared/eval/handbook/documents.jsonl --collection handbook`: the 40
+handbook questions, abstention off, both selections over the same candidates). A
 Markdown heading is a unit of its own, and it matches a question about its section well (its
 few words are the section's subject). Valued as a sentence it was sent alone, as a context of
 its own, at small budgets: 16 of the 40 questions had such a context at 256 tokens, 6 at 512, 5
