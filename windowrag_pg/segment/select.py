@@ -21,8 +21,9 @@ for a gap of at least MIN_SPLIT_GAP tokens; otherwise a new run starts after a s
 One vectorised step per sentence over the (runs × token units) table: O(n · k · B) work.
 Token counts are rounded UP to units of ``ceil(budget / max_units)`` tokens when the budget is
 large, so the budget is never exceeded (the optimum is exact in those units). Ties go to the
-fewer tokens. A sentence worth less than nothing is never sent at the edge of a run, so runs
-start and end on valuable sentences and bridge a weak one only when both sides pay for it.
+fewer tokens. A sentence worth nothing or less (a heading is worth nothing: choose_segments) is
+never sent at the edge of a run, so runs start and end on valuable sentences and bridge a weak
+one only when both sides pay for it.
 """
 from __future__ import annotations
 
