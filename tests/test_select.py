@@ -48,6 +48,8 @@ def test_runs_are_the_exact_optimum_within_the_budget(cands, budget, max_segment
     assert len(runs) <= max_segments
     for run in runs:  # a run never crosses a break (a section change or a gap in ordinals)
         assert all(continues[i] for i in range(run.start + 1, run.end))
+        # nor starts or ends on a sentence worth nothing (a heading) or less, unless it costs nothing
+        assert all(values[i] > 0 or tokens[i] == 0 for i in (run.start, run.end - 1))
     for a, b in zip(runs, runs[1:]):  # in document order, never overlapping
         assert a.end <= b.start
     assert sum(r.value for r in runs) == pytest.approx(brute_force(values, tokens, continues, budget, max_segments)[0])
