@@ -447,3 +447,25 @@ def test_0029_candidate_sentences_returns_the_kinds_down_and_up(db_url, embedder
         db.upgrade(conn)
         assert conn.execute(query, [vector]).fetchall() == at_head
         assert "its kind" in conn.execute(comment).fetchone()[0]
+
+
+def test_a_view_of_the_users_over_a_changed_function_holds_the_migration_back_and_says_so(db_url, embedder):
+    """0029 drops and creates again candidate_sentences (a new result column): a view of the user's
+    over it makes Postgres refuse. The upgrade names the view and what to do, and changes nothing;
+    with the view dropped it goes through."""
+    with scratch_database(db_url, "migration_view_test") as url, db.connect(url, autocommit=True) as conn:
+        Ingestor(conn, collection="kinds", embedder=embedder).ingest([
+            SourceDocument(external_id="rates", format="markdown", text="# Rates\n\nRates are set every year.\n")])
+        db.downgrade(conn, "0028")
+        vector = str(embedder.embed_query("rates").tolist())
+        conn.execute("CREATE VIEW public.my_candidates AS SELECT ordinal, gap FROM windowrag.candidate_sentences("
+                     f"'kinds', 'rates', '{vector}'::vector)")
+        with pytest.raises(db.DatabaseError) as raised:
+            db.upgrade(conn)
+        message = str(raised.value)
+        assert "at revision 0028" in message and "my_candidates" in message and "nothing was changed" in message
+        assert db.current_revision(conn) == "0028"
+        assert conn.execute("SELECT count(*) FROM public.my_candidates").fetchone()[0] == 2
+        conn.execute("DROP VIEW public.my_candidates")
+        db.upgrade(conn)
+        assert db.current_revision(conn) == db.head_revision()

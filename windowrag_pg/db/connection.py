@@ -225,6 +225,15 @@ def upgrade(conn: psycopg.Connection, revision: str = "head") -> None:
     try:
         _run_alembic(conn, "upgrade", revision)
     except Exception as exc:
+        dependents = _cause(exc, psycopg.errors.DependentObjectsStillExist)
+        if dependents is not None:
+            # a view or function of the user's own over a windowrag function whose result columns a
+            # migration changes (0028, 0029): Postgres refuses the drop and the migration rolls back
+            raise DatabaseError(
+                f"the schema of {_redact(_connection_url(conn))} is at revision {current or 'none'} and the library "
+                f"needs {target}, which drops and creates again a function that objects of your own depend on "
+                f"({dependents.diag.message_primary}; {(dependents.diag.message_detail or '').strip()}): drop them, "
+                "migrate (any windowrag command), and create them again; nothing was changed") from None
         if not _caused_by(exc, psycopg.errors.InsufficientPrivilege):
             raise
         # a tenant role on a database the library is newer than (deployed before the owner migrated)
@@ -236,11 +245,16 @@ def upgrade(conn: psycopg.Connection, revision: str = "head") -> None:
 
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
     """Whether KIND is EXC or in its chain (SQLAlchemy wraps psycopg's errors)."""
+    return _cause(exc, kind) is not None
+
+
+def _cause(exc: BaseException | None, kind: type[BaseException]):
+    """The first exception of type KIND in EXC's chain, or None."""
     while exc is not None:
         if isinstance(exc, kind):
-            return True
+            return exc
         exc = exc.__cause__ or exc.__context__
-    return False
+    return None
 
 
 def _known_revision(revision: str) -> bool:
