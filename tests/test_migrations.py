@@ -458,8 +458,8 @@ def test_a_view_of_the_users_over_a_changed_function_holds_the_migration_back_an
             SourceDocument(external_id="rates", format="markdown", text="# Rates\n\nRates are set every year.\n")])
         db.downgrade(conn, "0028")
         vector = str(embedder.embed_query("rates").tolist())
-        conn.execute("CREATE VIEW public.my_candidates AS SELECT ordinal, gap FROM windowrag.candidate_sentences("
-                     f"'kinds', 'rates', '{vector}'::vector)")
+        conn.execute(sql.SQL("CREATE VIEW public.my_candidates AS SELECT ordinal, gap FROM "
+                             "windowrag.candidate_sentences('kinds', 'rates', {}::vector)").format(sql.Literal(vector)))
         with pytest.raises(db.DatabaseError) as raised:
             db.upgrade(conn)
         message = str(raised.value)
