@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -399,6 +400,27 @@ def test_0027_arguments_checked_and_max_sentences_cuts_down_and_up(db_url, embed
         assert conn.execute(windows.format(""), [vector]).fetchall() == at_head
 
 
+@contextmanager
+def candidates_of_markdown(db_url, embedder, name: str, text: str, query_text: str):
+    """A scratch database NAME holding TEXT (one Markdown document of collection 'c'): yields the
+    connection, a function giving candidate_sentences' rows for QUERY_TEXT (by ordinal) and one
+    giving the function's comment."""
+    with scratch_database(db_url, name) as url, db.connect(url, autocommit=True) as conn:
+        Ingestor(conn, collection="c", embedder=embedder).ingest([
+            SourceDocument(external_id="doc", format="markdown", text=text)])
+        vector = str(embedder.embed_query(query_text).tolist())
+
+        def rows():
+            return conn.execute("SELECT * FROM windowrag.candidate_sentences('c', %s, %s::vector) ORDER BY ordinal",
+                                [query_text, vector]).fetchall()
+
+        def comment():
+            return conn.execute("SELECT obj_description('windowrag.candidate_sentences'::regproc, 'pg_proc')"
+                                ).fetchone()[0]
+
+        yield conn, rows, comment
+
+
 def test_0028_candidate_sentences_returns_the_gaps_down_and_up(db_url, embedder):
     """0028: candidate_sentences gives each sentence's gap (the Markdown between it and the next
     sentence of its section, NULL for whitespace or at the section's end); the downgrade gives back
@@ -406,25 +428,19 @@ def test_0028_candidate_sentences_returns_the_gaps_down_and_up(db_url, embedder)
     are the same rows throughout."""
     text = ("# Rates\n\nRates are set every year.\n\n- Paris is 210 EUR a night.\n- Lyon is 140 EUR a night.\n\n"
             "Book through the portal.\n\n## Travel\n\nTrains are booked by the travel team.\n")
-    with scratch_database(db_url, "migration_0028_test") as url, db.connect(url, autocommit=True) as conn:
-        Ingestor(conn, collection="many", embedder=embedder).ingest([
-            SourceDocument(external_id="rates", format="markdown", text=text)])
-        vector = str(embedder.embed_query("hotel rate in Paris").tolist())
-        query = ("SELECT * FROM windowrag.candidate_sentences('many', 'hotel rate in Paris', %s::vector) "
-                 "ORDER BY ordinal")
-        at_head = conn.execute(query, [vector]).fetchall()
+    with candidates_of_markdown(db_url, embedder, "migration_0028_test", text, "hotel rate in Paris") as (
+            conn, rows, comment):
+        at_head = rows()
         gaps = {row[5]: row[20] for row in at_head}  # ordinal → gap
         assert gaps[1] == "\n\n- " and gaps[2] == "\n- "  # list markers between sentences of a section
         assert gaps[3] is None  # "\n\n": whitespace only
         assert gaps[4] is None  # the end of its section: the next heading is not a gap
         db.downgrade(conn, "0027")
-        at_0027 = conn.execute(query, [vector]).fetchall()
-        assert [row[:20] for row in at_head] == at_0027
-        comment = "SELECT obj_description('windowrag.candidate_sentences'::regproc, 'pg_proc')"
-        assert "matched query terms and ranks." in conn.execute(comment).fetchone()[0]
+        assert [row[:20] for row in at_head] == rows()
+        assert "matched query terms and ranks." in comment()
         db.upgrade(conn)
-        assert conn.execute(query, [vector]).fetchall() == at_head
-        assert "(gap)" in conn.execute(comment).fetchone()[0]
+        assert rows() == at_head
+        assert "(gap)" in comment()
 
 
 def test_0029_candidate_sentences_returns_the_kinds_down_and_up(db_url, embedder):
@@ -432,21 +448,16 @@ def test_0029_candidate_sentences_returns_the_kinds_down_and_up(db_url, embedder
     gives back 0028's function (no kind column) with its comment, the upgrade the live one; the
     other columns are the same rows throughout."""
     text = "# Rates\n\nRates are set every year.\n\n- Paris is 210 EUR a night.\n- Lyon is 140 EUR a night.\n"
-    with scratch_database(db_url, "migration_0029_test") as url, db.connect(url, autocommit=True) as conn:
-        Ingestor(conn, collection="kinds", embedder=embedder).ingest([
-            SourceDocument(external_id="rates", format="markdown", text=text)])
-        vector = str(embedder.embed_query("hotel rate in Paris").tolist())
-        query = ("SELECT * FROM windowrag.candidate_sentences('kinds', 'hotel rate in Paris', %s::vector) "
-                 "ORDER BY ordinal")
-        at_head = conn.execute(query, [vector]).fetchall()
+    with candidates_of_markdown(db_url, embedder, "migration_0029_test", text, "hotel rate in Paris") as (
+            conn, rows, comment):
+        at_head = rows()
         assert [row[-1] for row in at_head] == ["heading", "sentence", "list_item", "list_item"]
         db.downgrade(conn, "0028")
-        assert [row[:-1] for row in at_head] == conn.execute(query, [vector]).fetchall()
-        comment = "SELECT obj_description('windowrag.candidate_sentences'::regproc, 'pg_proc')"
-        assert "its kind" not in conn.execute(comment).fetchone()[0]
+        assert [row[:-1] for row in at_head] == rows()
+        assert "its kind" not in comment()
         db.upgrade(conn)
-        assert conn.execute(query, [vector]).fetchall() == at_head
-        assert "its kind" in conn.execute(comment).fetchone()[0]
+        assert rows() == at_head
+        assert "its kind" in comment()
 
 
 def test_a_view_of_the_users_over_a_changed_function_holds_the_migration_back_and_says_so(db_url, embedder):
