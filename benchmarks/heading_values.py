@@ -65,7 +65,7 @@ def main() -> int:
         found = pipeline.retriever.candidates_with(query, search)
         if not found.sentences:
             continue
-        as_sentences = [replace(c, kind="sentence") for c in found.sentences]
+        as_sentences = [replace(c, kind="sentence") if c.kind == "heading" else c for c in found.sentences]
         heading = [c.kind == "heading" for c in found.sentences]
         for budget in budgets:
             for name, candidates in zip(SELECTIONS, (as_sentences, found.sentences)):

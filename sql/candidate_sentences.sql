@@ -2,7 +2,8 @@
 -- document filter compiled by windowrag_pg.retrieve.filters into document_ids (NULL: no filter).
 SELECT document_id, external_id, title, section_id, section_path, ordinal, start_char, end_char,
        token_count, page, cosine, window_cosine, bm25, matched_terms, matched_idf,
-       fused_rank, dense_rank, bm25_rank, rrf_score, query_idf, gap, kind
+       fused_rank, dense_rank, bm25_rank, rrf_score, query_idf, gap, kind,
+       lead_ordinal, lead_start_char, lead_end_char, lead_token_count
 FROM windowrag.candidate_sentences(
     %(collection)s, %(query)s, %(embedding)s,
     candidates => %(candidates)s, radius => %(radius)s, mode => %(mode)s, clamp => %(clamp)s,

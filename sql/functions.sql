@@ -691,6 +691,11 @@ END $$;
 -- sentence of its section when that is more than whitespace (Markdown list markers, a table's
 -- |---| row, raw HTML tags; NULL otherwise), which a run holding both sends (migration 0028),
 -- and its kind (sentence, heading, list_item, ...: a heading has no value of its own, 0029).
+-- A list item or table row also gets its lead (0030): for a table row below the header, the
+-- table's header row; for a list item, the sentence just before its list (the lead-in, "The
+-- plan does not cover:") when that is in its section: its ordinal, offsets and tokens. A
+-- context that starts inside the list or table is sent with its lead in front, so that
+-- "| Plus | 90% |" or "Crowns" is read with what it means.
 -- Selection (which runs to send under a token budget, the gaps' tokens counted) happens in
 -- Python over these rows (windowrag_pg/segment/select.py).
 -- A new result column cannot be added by CREATE OR REPLACE: the function is dropped first
@@ -709,7 +714,7 @@ RETURNS TABLE (
     ordinal integer, start_char integer, end_char integer, token_count integer, page integer,
     cosine float8, window_cosine float8, bm25 float8, matched_terms text[], matched_idf float8[],
     fused_rank integer, dense_rank integer, bm25_rank integer, rrf_score float8, query_idf float8, gap text,
-    kind text)
+    kind text, lead_ordinal integer, lead_start_char integer, lead_end_char integer, lead_token_count integer)
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 DECLARE
@@ -800,10 +805,33 @@ BEGIN
            coalesce(m.score, 0), coalesce(m.terms, '{}'), coalesce(m.idfs, '{}'),
            h.rank, h.dense_rank, h.bm25_rank, h.rrf_score, total_idf,
            CASE WHEN s.ordinal < sec.last_sentence AND s.gap ~ '[^[:space:]]' THEN s.gap END,
-           s.kind
+           s.kind, lead.ordinal, lead.start_char, lead.end_char, lead.token_count
     FROM cand s
-    CROSS JOIN LATERAL (SELECT sec.heading_path, sec.last_sentence FROM windowrag.sections sec
+    CROSS JOIN LATERAL (SELECT sec.heading_path, sec.first_sentence, sec.last_sentence FROM windowrag.sections sec
                         WHERE sec.id = s.section_id OFFSET 0) sec
+    -- the list or table a list item or table row is in begins after the last other unit of its
+    -- section before it (one backward probe of (document_id, ordinal))
+    LEFT JOIN LATERAL (
+        SELECT max(b.ordinal) AS ordinal FROM windowrag.sentences b
+        WHERE s.kind IN ('list_item', 'table_row') AND b.document_id = s.document_id
+          AND b.ordinal >= sec.first_sentence AND b.ordinal < s.ordinal AND b.kind <> s.kind
+    ) before_block ON true
+    LEFT JOIN LATERAL (
+        SELECT l.ordinal, l.start_char, l.end_char, l.token_count
+        FROM windowrag.sentences l
+        WHERE l.document_id = s.document_id AND (
+            -- the lead-in: a sentence of the section right before the list (not a heading: the
+            -- section path already says it)
+            (s.kind = 'list_item' AND l.ordinal = before_block.ordinal AND l.kind = 'sentence')
+            -- the header: the nearest row above in the same table followed by the |---| row
+            -- (two tables with nothing between them are told apart by it)
+            OR (s.kind = 'table_row' AND l.ordinal = (
+                SELECT max(h.ordinal) FROM windowrag.sentences h
+                WHERE h.document_id = s.document_id AND h.kind = 'table_row'
+                  AND h.ordinal > coalesce(before_block.ordinal, sec.first_sentence - 1) AND h.ordinal < s.ordinal
+                  AND h.gap LIKE '%|%' AND h.gap ~ '^[[:space:]>|:]*-[[:space:]>|:-]*$')))
+        OFFSET 0
+    ) lead ON true
     CROSS JOIN LATERAL (SELECT d.external_id, d.title FROM windowrag.documents d WHERE d.id = s.document_id OFFSET 0) d
     LEFT JOIN hits h ON h.sentence_id = s.id
     LEFT JOIN LATERAL (

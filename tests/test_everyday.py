@@ -366,7 +366,7 @@ def test_the_token_budget_holds_for_the_text_between_sentences(conn, collection_
         assert [c.token_count for c in result.contexts] == sent
         stored = conn.execute("SELECT d.text FROM windowrag.documents d JOIN windowrag.collections c"
                               " ON c.id = d.collection_id WHERE c.name = %s", [collection_name]).fetchone()[0]
-        assert all(stored[c.citation.start_char:c.citation.end_char] == c.text for c in result.contexts)
+        assert all(c.lead + stored[c.citation.start_char:c.citation.end_char] == c.text for c in result.contexts)
 
 
 def test_the_selection_counts_the_text_between_sentences_when_it_plans(conn, collection_name, embedder):
@@ -377,10 +377,64 @@ def test_the_selection_counts_the_text_between_sentences_when_it_plans(conn, col
         [SourceDocument(external_id="rates", format="markdown", text=HOTEL_RATES)])
     result = Pipeline(conn, collection=collection_name, embedder=embedder).search(
         "nightly hotel rate in Paris", token_budget=100, min_relevance=None)
-    planned = [(s["first_ordinal"], s["last_ordinal"], s["tokens"]) for s in result.trace["segments"]]
-    sent = [(c.citation.first_ordinal, c.citation.last_ordinal, c.token_count) for c in result.contexts]
-    assert sorted(planned) == sorted(sent) and sum(t for *_, t in sent) <= 100
+    planned = sorted((s["first_ordinal"], s["last_ordinal"], s["tokens"]) for s in result.trace["segments"])
+    sent = sorted((c.citation.first_ordinal, c.citation.last_ordinal, c.token_count) for c in result.contexts)
+    assert [p[:2] for p in planned] == [s[:2] for s in sent] and sum(t for *_, t in sent) <= 100
+    # a run that starts below the header plans for it in front; it is not sent twice when
+    # another context holds it (here: the wide |---| row left out between the two)
+    assert all(s[2] <= p[2] for p, s in zip(planned, sent))
     assert any("| Paris | 210 EUR |" in c.text for c in result.contexts)
+    assert sum(c.text.count("| City | Nightly rate |") for c in result.contexts) == 1
+
+
+TRAVEL_POLICY = """# Travel policy
+
+## Reimbursement
+
+Travel is booked through the company portal at least two weeks before the trip. Receipts are kept \
+for every expense and uploaded within a month of the return.
+
+The following expenses are never reimbursed:
+
+- Minibar charges and room service.
+- Spa treatments and gym day passes.
+- Fines for traffic or parking violations.
+- Upgrades to business or first class.
+
+Daily limits apply to meals and local transport:
+
+| Expense | Limit |
+|---|---|
+| Breakfast | 20 EUR |
+| Dinner | 60 EUR |
+| Taxi | 40 EUR a day |
+"""
+
+
+@pytest.mark.parametrize("query, budget, evidence, lead", [
+    ("Are parking fines reimbursed?", 20, "Fines for traffic or parking violations.",
+     "The following expenses are never reimbursed:"),
+    ("What is the daily limit for a taxi?", 30, "| Taxi | 40 EUR a day |", "| Expense | Limit |"),
+])
+def test_a_context_inside_a_list_or_table_is_sent_with_its_lead(conn, collection_name, embedder, query, budget,
+                                                                 evidence, lead):
+    """A run that starts at the third list item was sent as "Fines for traffic or parking
+    violations." (reimbursed or not?), a table row without its header: since 0030 the list's
+    lead-in or the table's header row goes in front, cited, within the budget; a header row is
+    never sent alone nor at the end of a run."""
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
+        [SourceDocument(external_id="travel.md", format="markdown", text=TRAVEL_POLICY)])
+    result = Pipeline(conn, collection=collection_name, embedder=embedder).search(
+        query, token_budget=budget, min_relevance=None)
+    (context,) = [c for c in result.contexts if evidence in c.text]
+    assert context.text == f"{lead}\n{evidence}" and context.lead == f"{lead}\n"
+    citation = context.citation
+    assert TRAVEL_POLICY[citation.lead_start_char:citation.lead_end_char] == lead
+    assert TRAVEL_POLICY[citation.start_char:citation.end_char] == evidence
+    assert f"chars {citation.lead_start_char}–{citation.lead_end_char} + {citation.start_char}–" in citation.label()
+    assert context.as_dict()["lead"] == context.lead
+    assert sum(embedder.count_tokens([c.text for c in result.contexts])) <= budget
+    assert not any(c.text.rstrip().endswith("| Expense | Limit |") for c in result.contexts)
 
 
 def test_a_small_budget_is_not_spent_on_bare_headings(conn, samples_collection, embedder):

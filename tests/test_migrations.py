@@ -451,13 +451,40 @@ def test_0029_candidate_sentences_returns_the_kinds_down_and_up(db_url, embedder
     with candidates_of_markdown(db_url, embedder, "migration_0029_test", text, "hotel rate in Paris") as (
             conn, rows, comment):
         at_head = rows()
-        assert [row[-1] for row in at_head] == ["heading", "sentence", "list_item", "list_item"]
+        assert [row[21] for row in at_head] == ["heading", "sentence", "list_item", "list_item"]
         db.downgrade(conn, "0028")
-        assert [row[:-1] for row in at_head] == rows()
+        assert [row[:21] for row in at_head] == rows()
         assert "its kind" not in comment()
         db.upgrade(conn)
         assert rows() == at_head
         assert "its kind" in comment()
+
+
+def test_0030_candidate_sentences_returns_the_leads_down_and_up(db_url, embedder):
+    """0030: candidate_sentences gives a list item its list's lead-in and a table row below the
+    header its table's header row (ordinal, offsets, tokens); the downgrade gives back 0029's function (no lead columns) with its comment, the upgrade the live
+    one; the other columns are the same rows throughout."""
+    text = ("# Rates\n\nRates are set every year. Hotels in these cities:\n\n- Paris is 210 EUR a night.\n"
+            "- Lyon is 140 EUR a night.\n\n| City | Rate |\n|---|---|\n| Paris | 210 EUR |\n| Lyon | 140 EUR |\n")
+    with candidates_of_markdown(db_url, embedder, "migration_0030_test", text, "hotel rate in Paris") as (
+            conn, rows, comment):
+        at_head = rows()
+        leads = {row[5]: (row[21], text[row[23]:row[24]] if row[23] is not None else None, row[22])
+                 for row in at_head}  # ordinal → (kind, lead text, lead ordinal)
+        assert leads[2] == ("sentence", None, None)  # the lead-in itself has none
+        assert leads[3] == ("list_item", "Hotels in these cities:", 2)
+        assert leads[4] == leads[3]  # the same lead-in for every item of the list
+        assert leads[5] == ("table_row", None, None)  # the header row has none
+        assert leads[6] == ("table_row", "| City | Rate |", 5)
+        assert leads[7] == leads[6]
+        header_tokens = next(row[8] for row in at_head if row[5] == 5)
+        assert [row[25] for row in at_head if row[22] == 5] == [header_tokens] * 2
+        db.downgrade(conn, "0029")
+        assert [row[:22] for row in at_head] == rows()
+        assert "lead" not in comment()
+        db.upgrade(conn)
+        assert rows() == at_head
+        assert "lead-in" in comment()
 
 
 def test_a_view_of_the_users_over_a_changed_function_holds_the_migration_back_and_says_so(db_url, embedder):

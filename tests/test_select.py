@@ -14,12 +14,13 @@ from windowrag_pg.segment.select import MIN_SPLIT_GAP, choose_segments, run_brea
 from windowrag_pg.segment.values import CandidateSentence, FEATURES, feature_matrix, sentence_probabilities
 
 
-def brute_force(values, tokens, continues, budget, max_segments, gaps=None):
+def brute_force(values, tokens, continues, budget, max_segments, gaps=None, leads=None):
     """Best (total value, tokens) over every subset of candidates that fits, each two adjacent
     sent candidates of a section in one run (the gap after the first spent), or in two when the
-    gap is at least MIN_SPLIT_GAP."""
+    gap is at least MIN_SPLIT_GAP; each run also spends the lead of its first candidate."""
     n, best = len(values), (0.0, 0)
     gaps = gaps or [0] * n
+    leads = leads or [0] * n
     for mask in itertools.product([False, True], repeat=n):
         chosen = [i for i in range(n) if mask[i]]
         adjacent = [i for j, i in enumerate(chosen) if j > 0 and chosen[j - 1] == i - 1 and continues[i]]
@@ -27,7 +28,8 @@ def brute_force(values, tokens, continues, budget, max_segments, gaps=None):
             if any(not join and gaps[i - 1] < MIN_SPLIT_GAP for i, join in zip(adjacent, joins)):
                 continue
             joined = [i for i, join in zip(adjacent, joins) if join]
-            used = sum(tokens[i] for i in chosen) + sum(gaps[i - 1] for i in joined)
+            used = (sum(tokens[i] for i in chosen) + sum(gaps[i - 1] for i in joined)
+                    + sum(leads[i] for i in chosen if i not in joined))
             runs = len(chosen) - len(joined)
             if chosen and used <= budget and runs <= max_segments:
                 total = sum(values[i] for i in chosen)
@@ -70,6 +72,43 @@ def test_runs_pay_for_the_text_between_their_sentences(cands, budget, max_segmen
     assert sum(r.tokens for r in runs) <= budget
     best = brute_force(values, tokens, continues, budget, max_segments, gaps)
     assert sum(r.value for r in runs) == pytest.approx(best[0])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1, 1), st.integers(0, 40), st.booleans(), st.integers(0, 30)),
+                min_size=1, max_size=8),
+       st.integers(1, 150), st.integers(1, 3))
+def test_runs_pay_for_the_lead_they_start_with(cands, budget, max_segments):
+    values = [round(v, 3) for v, _, _, _ in cands]
+    tokens = [t for _, t, _, _ in cands]
+    continues = [c for _, _, c, _ in cands]
+    leads = [lead for _, _, _, lead in cands]
+    runs = select_runs(values, tokens, continues, budget=budget, max_segments=max_segments, leads=leads)
+    for run in runs:  # the lead of its first sentence, none of the others'
+        assert run.tokens == leads[run.start] + sum(tokens[run.start:run.end])
+    assert sum(r.tokens for r in runs) <= budget
+    best = brute_force(values, tokens, continues, budget, max_segments, leads=leads)
+    assert sum(r.value for r in runs) == pytest.approx(best[0])
+    for run in windows_by_value(values, tokens, continues, budget=budget, max_segments=max_segments,
+                                window=1, leads=leads):
+        assert run.tokens == leads[run.start] + sum(tokens[run.start:run.end])
+
+
+def test_a_run_inside_a_list_pays_for_its_lead_in_or_starts_at_it():
+    # a lead-in (20 tokens), then three list items; the third is the one that matters. Starting at
+    # it costs its lead (the lead-in and the marker, 21 tokens); starting at the lead-in costs the
+    # items between too. With 35 tokens the item comes with its lead; with 45 the item before it
+    # too; with 60 the run starts at the lead-in itself (worth something, unlike a lead).
+    values, tokens, continues = [0.2, 0.1, 0.1, 0.9], [20, 10, 10, 10], [False, True, True, True]
+    leads, gaps = [0, 21, 21, 21], [1, 1, 1, 0]
+    runs = select_runs(values, tokens, continues, budget=35, max_segments=2, gaps=gaps, leads=leads)
+    assert [(r.start, r.end, r.tokens) for r in runs] == [(3, 4, 31)]
+    runs = select_runs(values, tokens, continues, budget=45, max_segments=2, gaps=gaps, leads=leads)
+    assert [(r.start, r.end, r.tokens) for r in runs] == [(2, 4, 42)]
+    runs = select_runs(values, tokens, continues, budget=60, max_segments=2, gaps=gaps, leads=leads)
+    assert [(r.start, r.end, r.tokens) for r in runs] == [(0, 4, 53)]
+    # a lead that does not fit keeps its item out: nothing is sent without what it means
+    assert select_runs([0.9], [10], [False], budget=25, max_segments=1, leads=[21]) == []
 
 
 def test_markup_between_sentences_can_make_two_runs_cheaper_than_one():
@@ -290,9 +329,9 @@ def test_gap_tokens_are_counted_or_bounded_from_above():
     from windowrag_pg.embed import get_embedder
     from windowrag_pg.retrieve.retriever import MAX_COUNTED_GAP, candidates_from_rows
 
-    def row(ordinal, gap):
+    def row(ordinal, gap, lead=(None, None, None, None)):
         return (1, "doc", None, 1, [], ordinal, ordinal * 10, ordinal * 10 + 9, 5, None, 0.5, 0.5, 0.0, [], [],
-                None, None, None, None, 3.0, gap, "sentence")
+                None, None, None, None, 3.0, gap, "sentence", *lead)
 
     image = '<img src="data:image/png;base64,' + "QUJD" * MAX_COUNTED_GAP + '">'
     gaps = ["\n\n- ", "</td>\n<td>", "|---|---|\n| é ", image, None]
@@ -310,3 +349,7 @@ def test_gap_tokens_are_counted_or_bounded_from_above():
     bounded = [c.gap_tokens for c in candidates_from_rows("q", rows, {}).sentences]
     assert bounded == [1, 9, 12, counted[3], 0]  # "é" is two bytes
     assert all(b >= c for b, c in zip(bounded, counted))
+    # a lead (a table's header row, 7 tokens) counts its own tokens and the line break after it
+    rows = [row(0, None), row(1, None, (0, 0, 15, 7))]
+    lead = candidates_from_rows("q", rows, {}, count_tokens=tokenizer).sentences[1].lead
+    assert (lead.ordinal, lead.start_char, lead.end_char, lead.tokens) == (0, 0, 15, 8)

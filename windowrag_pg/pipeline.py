@@ -21,8 +21,8 @@ import numpy as np
 import psycopg
 
 from .assemble.context import (
-    ORDERS, AssembledContext, Citation, SentenceInfo, apply_token_budget, fit_sentences, fit_token_budget,
-    order_contexts,
+    LEAD_SEPARATOR, ORDERS, AssembledContext, Citation, SentenceInfo, apply_token_budget, fit_sentences,
+    fit_token_budget, order_contexts,
 )
 from .db.source import connection_source
 from .db.sqlfiles import load_sql
@@ -249,7 +249,7 @@ class Pipeline:
             abstain = ("only headings matched the query" if all(c.kind == "heading" for c in candidates.sentences)
                        else "no sentence fits the token budget")
         runs = [] if abstain else selection.runs
-        contexts = [_context_from_run(candidates, run, selection.probabilities) for run in runs]
+        contexts = [_context_from_run(candidates, run, selection.probabilities, runs) for run in runs]
         contexts = order_contexts(contexts, order=options.order)
         timings["assemble_ms"] = (time.perf_counter() - mark) * 1000
         mark = time.perf_counter()
@@ -305,7 +305,7 @@ class Pipeline:
                                probabilities=selection.probabilities,  # the values already computed
                                relevance=selection.relevance)
         runs = wide.runs
-        contexts = [_context_from_run(candidates, run, wide.probabilities) for run in runs]
+        contexts = [_context_from_run(candidates, run, wide.probabilities, runs) for run in runs]
         yield from self._fill_text(contexts)
         passages = [_passage_within(c, options.rerank_tokens) for c in contexts]
         scores = self.reranker.score(candidates.query, passages)
@@ -505,10 +505,17 @@ class Pipeline:
         paired in order, the other texts shifted onto the wrong contexts)."""
         if not contexts:
             return []
-        rows = yield text_slices([(c.document_key, c.citation.start_char, c.citation.end_char) for c in contexts])
+        leads = [(c.document_key, c.citation.lead_start_char, c.citation.lead_end_char) for c in contexts
+                 if c.citation.lead_start_char is not None]
+        rows = yield text_slices([(c.document_key, c.citation.start_char, c.citation.end_char)
+                                  for c in contexts] + leads)
         texts = dict(rows)
+        lead_position = len(contexts)
         for position, context in enumerate(contexts, start=1):
-            context.text = texts.get(position, "")
+            if context.citation.lead_start_char is not None:
+                lead_position += 1
+                context.lead = texts.get(lead_position, "") + LEAD_SEPARATOR
+            context.text = context.lead + texts.get(position, "")
         return [c for position, c in enumerate(contexts, start=1) if position in texts]
 
 
@@ -528,20 +535,30 @@ def _fixed_window(options: PipelineOptions) -> int | None:
     return options.window if options.selection == "value_windows" else None
 
 
-def _context_from_run(candidates: Candidates, run: Run, probabilities: np.ndarray) -> AssembledContext:
+def _context_from_run(candidates: Candidates, run: Run, probabilities: np.ndarray,
+                      runs: Sequence[Run] = ()) -> AssembledContext:
     """A chosen run of candidate sentences as a cited context; its score is the probability that
-    it holds evidence, 1 − Π(1 − p) over its sentences."""
+    it holds evidence, 1 − Π(1 − p) over its sentences. It carries the lead of its first sentence
+    (a list's lead-in, a table's header row), unless another of RUNS sends that sentence."""
     chosen = candidates.sentences[run.start:run.end]
     first, last = chosen[0], chosen[-1]
+    lead, tokens = first.lead, run.tokens
+    if lead is not None and any(
+            candidates.sentences[r.start].document_key == first.document_key
+            and candidates.sentences[r.start].ordinal <= lead.ordinal <= candidates.sentences[r.end - 1].ordinal
+            for r in runs):
+        lead, tokens = None, tokens - lead.tokens  # never sent twice
     external_id, title = candidates.documents[first.document_key]
     sentences = [SentenceInfo(c.ordinal, c.start_char, c.end_char, c.token_count, c.section_id, c.page) for c in chosen]
     hits = [asdict(candidates.hits[(c.document_key, c.ordinal)]) for c in chosen
             if (c.document_key, c.ordinal) in candidates.hits]
     citation = Citation(document_id=external_id, title=title, section_path=tuple(candidates.section_paths[first.section_id]),
                         start_char=first.start_char, end_char=last.end_char, first_ordinal=first.ordinal,
-                        last_ordinal=last.ordinal, pages=tuple(sorted({s.page for s in sentences if s.page is not None})))
+                        last_ordinal=last.ordinal, pages=tuple(sorted({s.page for s in sentences if s.page is not None})),
+                        lead_start_char=None if lead is None else lead.start_char,
+                        lead_end_char=None if lead is None else lead.end_char)
     score = float(1.0 - np.prod(1.0 - probabilities[run.start:run.end]))
-    return AssembledContext(citation=citation, text="", score=score, token_count=run.tokens,
+    return AssembledContext(citation=citation, text="", score=score, token_count=tokens,
                             document_key=first.document_key, sentences=sentences, hits=hits)
 
 
@@ -553,8 +570,8 @@ def _passage_within(context: AssembledContext, max_tokens: int | None) -> str:
     anchors = {h["sentence_ordinal"] for h in context.hits}
     span = fit_sentences(context.sentences, budget=max_tokens, anchors=anchors) or (0, 0)
     first, last = context.sentences[span[0]], context.sentences[span[1]]
-    offset = context.citation.start_char
-    return context.text[first.start_char - offset: last.end_char - offset]
+    offset = context.citation.start_char - len(context.lead)
+    return context.lead + context.text[first.start_char - offset: last.end_char - offset]
 
 
 def rerank_count(tokens: Sequence[int], *, budget: int | None, minimum: int) -> int:

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 ORDERS = ("score", "document")
+# between a context's lead (a list's lead-in, a table's header row) and its run of sentences
+LEAD_SEPARATOR = "\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +32,10 @@ class Citation:
     first_ordinal: int
     last_ordinal: int
     pages: tuple[int, ...] = ()
+    # the sentence sent in front of the run, when it starts inside a list or table: the list's
+    # lead-in or the table's header row (segment/values.py Lead)
+    lead_start_char: int | None = None
+    lead_end_char: int | None = None
 
     def label(self) -> str:
         path = list(self.section_path)
@@ -40,13 +46,16 @@ class Citation:
         pages = f", p. {'-'.join(dict.fromkeys(str(p) for p in (self.pages[0], self.pages[-1])))}" if self.pages else ""
         # a title that is the id again (JSON lines whose title is the file's path) is said once
         title = f"{self.title} " if self.title and self.title.strip() != self.document_id else ""
+        lead = f"{self.lead_start_char}–{self.lead_end_char} + " if self.lead_start_char is not None else ""
         return (f"{title}[{self.document_id}]{' › ' + where if where else ''}, "
-                f"chars {self.start_char}–{self.end_char}{pages}")
+                f"chars {lead}{self.start_char}–{self.end_char}{pages}")
 
 
 @dataclass(slots=True)
 class AssembledContext:
-    """A context to send: a contiguous run of sentences of one document, with its citation."""
+    """A context to send: a contiguous run of sentences of one document, with its citation.
+    ``text`` is what to send: the run's characters, after its ``lead`` when it has one (the
+    citation's lead span: a list's lead-in, a table's header row)."""
 
     citation: Citation
     text: str
@@ -55,6 +64,7 @@ class AssembledContext:
     document_key: int
     sentences: list[SentenceInfo] = field(default_factory=list)
     hits: list[dict[str, Any]] = field(default_factory=list)
+    lead: str = ""  # the start of text: the citation's lead span and LEAD_SEPARATOR, when it has one
 
     # the key names of `windowrag query --json`, shared with Retriever contexts
     def as_dict(self) -> dict[str, Any]:
@@ -62,7 +72,7 @@ class AssembledContext:
         return {
             "document_id": c.document_id, "title": c.title, "section_path": list(c.section_path),
             "start_char": c.start_char, "end_char": c.end_char, "text": self.text, "score": self.score,
-            "hits": self.hits, "token_count": self.token_count,
+            "hits": self.hits, "token_count": self.token_count, "lead": self.lead,
             "citation": {**asdict(c), "section_path": list(c.section_path), "pages": list(c.pages)},
         }
 
@@ -169,7 +179,7 @@ def fit_token_budget(contexts: Sequence[AssembledContext], *, budget: int,
             continue
         context.sentences = context.sentences[:-1]
         last = context.sentences[-1]
-        context.text = context.text[: last.end_char - context.citation.start_char]
+        context.text = context.text[: len(context.lead) + last.end_char - context.citation.start_char]
         context.citation = replace(context.citation, end_char=last.end_char, last_ordinal=last.ordinal,
                                    pages=tuple(sorted({s.page for s in context.sentences if s.page is not None})))
         context.hits = [h for h in context.hits if h.get("sentence_ordinal", -1) <= last.ordinal]

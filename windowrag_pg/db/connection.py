@@ -228,7 +228,7 @@ def upgrade(conn: psycopg.Connection, revision: str = "head") -> None:
         dependents = _cause(exc, psycopg.errors.DependentObjectsStillExist)
         if dependents is not None:
             # a view or function of the user's own over a windowrag function whose result columns a
-            # migration changes (0028, 0029): Postgres refuses the drop and the migration rolls back
+            # migration changes (0028, 0029, 0030): Postgres refuses the drop and the migration rolls back
             raise DatabaseError(
                 f"the schema of {_redact(_connection_url(conn))} is at revision {current or 'none'} and the library "
                 f"needs {target}, which drops and creates again a function that objects of your own depend on "

@@ -23,6 +23,8 @@ from ..sources import SourceDocument, SourceError
 SEARCH_OPTIONS = tuple(f.name for f in fields(PipelineOptions))
 # the metadata every retrieved node / document carries (the values of windowrag_pg.search)
 METADATA_KEYS = ("document_id", "title", "section_path", "start_char", "end_char", "score")
+# and these when the context starts inside a list or table (its lead-in or header, sent in front)
+LEAD_METADATA_KEYS = ("lead_start_char", "lead_end_char")
 FORMATS_BY_SUFFIX = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}
 
 
@@ -39,8 +41,9 @@ def check_search_options(options: dict[str, Any]) -> dict[str, Any]:
 
 def context_metadata(context: AssembledContext) -> dict[str, Any]:
     c = context.citation
+    lead = dict(zip(LEAD_METADATA_KEYS, (c.lead_start_char, c.lead_end_char))) if c.lead_start_char is not None else {}
     return {"document_id": c.document_id, "title": c.title, "section_path": list(c.section_path),
-            "start_char": c.start_char, "end_char": c.end_char, "score": context.score}
+            "start_char": c.start_char, "end_char": c.end_char, "score": context.score, **lead}
 
 
 def context_id(context: AssembledContext) -> str:

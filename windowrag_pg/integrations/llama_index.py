@@ -18,10 +18,10 @@ from llama_index.core.schema import Document, NodeWithScore, QueryBundle, TextNo
 
 from ..assemble.context import AssembledContext
 from ..ingest import IngestReport
-from .common import WindowragSearch, context_id, context_metadata, ingest_sources, source_document
+from .common import LEAD_METADATA_KEYS, WindowragSearch, context_id, context_metadata, ingest_sources, source_document
 
 # Offsets and scores are for citations and tracing; the LLM reads title, document and section.
-LLM_HIDDEN_METADATA = ["start_char", "end_char", "score"]
+LLM_HIDDEN_METADATA = ["start_char", "end_char", "score", *LEAD_METADATA_KEYS]
 
 
 class WindowragRetriever(BaseRetriever):

@@ -26,7 +26,7 @@ from ..embed.background import background_similarity
 from ..embed.base import Embedder
 from ..limits import LIMITS, first_problem, problem
 from ..parse import has_visible_text
-from ..segment.values import CandidateSentence
+from ..segment.values import CandidateSentence, Lead
 from ..store.collections import Collection, collection_from_row
 from ..store.documents import unmatched_filter_steps
 from .filters import compile_filters
@@ -393,14 +393,16 @@ def candidates_from_rows(query: str, rows, timings_ms: dict[str, float], *,
     counts the UTF-8 bytes of its characters that are not spaces: at least its tokens for
     WordPiece and byte-level BPE tokenizers (a token holds a byte or more), so the budget holds;
     and a 1 MB base64 image in raw HTML is not tokenized on every query."""
-    gap_tokens = iter(_gap_token_counts([row[-2] for row in rows if row[-2]], count_tokens))  # (…, gap, kind)
+    # (…, gap, kind, lead_ordinal, lead_start_char, lead_end_char, lead_token_count)
+    gap_tokens = iter(_gap_token_counts([row[20] for row in rows if row[20]], count_tokens))
     sentences: list[CandidateSentence] = []
     documents: dict[int, tuple[str, str | None]] = {}
     sections: dict[int, list[str]] = {}
     hits: dict[tuple[int, int], Hit] = {}
     query_idf = 0.0
     for (doc_key, external_id, title, section_id, section_path, ordinal, start, end, tokens, page, cosine,
-         window_cosine, bm25, terms, idfs, fused_rank, dense_rank, bm25_rank, rrf_score, total_idf, gap, kind) in rows:
+         window_cosine, bm25, terms, idfs, fused_rank, dense_rank, bm25_rank, rrf_score, total_idf, gap, kind,
+         lead_ordinal, lead_start, lead_end, lead_tokens) in rows:
         query_idf = float(total_idf or 0.0)
         documents[doc_key] = (external_id, title)
         sections[section_id] = list(section_path or [])
@@ -408,7 +410,9 @@ def candidates_from_rows(query: str, rows, timings_ms: dict[str, float], *,
             document_key=doc_key, section_id=section_id, ordinal=ordinal, start_char=start, end_char=end,
             token_count=int(tokens), cosine=cosine, window_cosine=window_cosine, bm25=float(bm25),
             fused_rank=fused_rank, terms=tuple(zip(terms, idfs)), page=page,
-            gap_tokens=next(gap_tokens) if gap else 0, kind=kind))
+            gap_tokens=next(gap_tokens) if gap else 0, kind=kind,
+            # + 1: the line break after it, a token at most
+            lead=None if lead_ordinal is None else Lead(lead_ordinal, lead_start, lead_end, int(lead_tokens) + 1)))
         if fused_rank is not None:
             hits[(doc_key, ordinal)] = Hit(ordinal, dense_rank, bm25_rank, float(rrf_score))
     return Candidates(query=query, sentences=sentences, documents=documents, section_paths=sections,

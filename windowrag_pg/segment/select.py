@@ -17,6 +17,8 @@ at most ``max_segments`` runs that do not overlap, never cross a break, and hold
 markers, a table's |---| row, tags of raw HTML): a run sends it; two runs, one ending at i-1 and
 the next starting at i, do not (two contexts, the markup between them left out) — allowed only
 for a gap of at least MIN_SPLIT_GAP tokens; otherwise a new run starts after a sentence not sent.
+A run that starts at i also sends ``lead[i]`` tokens in front (a list's lead-in sentence, a
+table's header row: values.Lead), so a new run costs ``tokens[i] + lead[i]``.
 
 One vectorised step per sentence over the (runs × token units) table: O(n · k · B) work.
 Token counts are rounded UP to units of ``ceil(budget / max_units)`` tokens when the budget is
@@ -55,15 +57,18 @@ class Run(NamedTuple):
 
 
 def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, budget: int,
-                max_segments: int, gaps: ArrayLike | None = None, max_units: int = MAX_UNITS) -> list[Run]:
+                max_segments: int, gaps: ArrayLike | None = None, leads: ArrayLike | None = None,
+                max_units: int = MAX_UNITS) -> list[Run]:
     """The set of at most MAX_SEGMENTS runs with the largest total value within BUDGET tokens.
 
     ``continues[i]`` is True when candidate i may extend a run that holds candidate i - 1
     (``continues[0]`` is ignored). ``gaps[i]`` is the tokens between candidate i and the next
-    one, spent when a run holds both (none when not given). Runs come in document order, their
-    tokens with the gaps inside them; an empty list means no run is worth more than nothing.
+    one, spent when a run holds both (none when not given); ``leads[i]`` the tokens a run that
+    starts at candidate i sends in front of it (none when not given). Runs come in document
+    order, their tokens with the gaps inside them and their lead; an empty list means no run is
+    worth more than nothing.
     """
-    v, t, cont, g = _checked(values, tokens, continues, gaps)
+    v, t, cont, g, lead = _checked(values, tokens, continues, gaps, leads)
     n = v.size
     if not isinstance(budget, int) or budget < 1:
         raise ValueError(f"budget must be a positive integer of tokens, not {budget!r}")
@@ -75,11 +80,12 @@ def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, b
     unit = max(1, math.ceil(budget / max_units))
     cap = budget // unit
     t, g = np.minimum(t, budget + 1), np.minimum(g, budget + 1)  # past the budget all alike (no overflow)
-    # ceil: rounding up never lets the real total pass the budget
-    cost = -(-t // unit)
+    lead = np.minimum(lead, budget + 1)
+    # ceil: rounding up never lets the real total pass the budget; a new run also sends its lead
+    cost = -(-(t + lead) // unit)
     # a continuation also sends the gap before it (rounded up with the sentence)
     cost_on = cost.copy()
-    cost_on[1:] = -(-(t[1:] + g[:-1]) // unit)
+    cost_on[1:] = -(-(t[1:] + g[:-1]) // unit)  # (a continuation sends no lead)
     # two runs that touch (the second starts right after the first) only to leave out a gap of
     # at least MIN_SPLIT_GAP tokens: below it, a second citation costs the reader more
     splits = np.zeros(n, dtype=bool)
@@ -143,14 +149,15 @@ def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, b
             continue
         state_open = bool(from_open[i, j, c])
         i -= 1
-    return _runs(chosen, starts, v, t, g)
+    return _runs(chosen, starts, v, t, g, lead)
 
 
-def _checked(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike,
-             gaps: ArrayLike | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _checked(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, gaps: ArrayLike | None,
+             leads: ArrayLike | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The inputs of select_runs / windows_by_value as arrays, or ValueError naming the bad one."""
     v = np.asarray(values, dtype=np.float64)
-    arrays = {"tokens": tokens, "gaps": np.zeros(v.shape, dtype=np.int64) if gaps is None else gaps}
+    none = np.zeros(v.shape, dtype=np.int64)
+    arrays = {"tokens": tokens, "gaps": none if gaps is None else gaps, "leads": none if leads is None else leads}
     counts = {}
     for name, given in arrays.items():
         raw = np.asarray(given)
@@ -159,18 +166,18 @@ def _checked(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike,
         if raw.size and raw.min() < 0:
             raise ValueError(f"{name} must be >= 0 tokens, not {raw.min()}")
         counts[name] = np.minimum(raw, np.iinfo(np.int64).max // 4).astype(np.int64)
-    t, g = counts["tokens"], counts["gaps"]
+    t, g, lead = counts["tokens"], counts["gaps"], counts["leads"]
     cont = np.asarray(continues, dtype=bool)
-    if v.ndim != 1 or t.shape != v.shape or cont.shape != v.shape or g.shape != v.shape:
-        raise ValueError(f"values {v.shape}, tokens {t.shape}, continues {cont.shape} and gaps {g.shape} "
-                         "must be equal 1-d shapes")
+    if v.ndim != 1 or t.shape != v.shape or cont.shape != v.shape or g.shape != v.shape or lead.shape != v.shape:
+        raise ValueError(f"values {v.shape}, tokens {t.shape}, continues {cont.shape}, gaps {g.shape} and "
+                         f"leads {lead.shape} must be equal 1-d shapes")
     if not np.all(np.isfinite(v)):
         raise ValueError("values must be finite")
-    return v, t, cont, g
+    return v, t, cont, g, lead
 
 
 def _runs(chosen: np.ndarray, starts: np.ndarray, values: np.ndarray, tokens: np.ndarray,
-          gaps: np.ndarray) -> list[Run]:
+          gaps: np.ndarray, leads: np.ndarray) -> list[Run]:
     runs: list[Run] = []
     i, n = 0, chosen.size
     while i < n:
@@ -180,13 +187,15 @@ def _runs(chosen: np.ndarray, starts: np.ndarray, values: np.ndarray, tokens: np
         end = i + 1
         while end < n and chosen[end] and not starts[end]:
             end += 1
-        runs.append(Run(i, end, float(values[i:end].sum()), int(tokens[i:end].sum() + gaps[i:end - 1].sum())))
+        runs.append(Run(i, end, float(values[i:end].sum()),
+                        int(leads[i] + tokens[i:end].sum() + gaps[i:end - 1].sum())))
         i = end
     return runs
 
 
 def windows_by_value(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, budget: int,
-                     max_segments: int, window: int, gaps: ArrayLike | None = None) -> list[Run]:
+                     max_segments: int, window: int, gaps: ArrayLike | None = None,
+                     leads: ArrayLike | None = None) -> list[Run]:
     """RSE off, for comparison: the same sentence values, but fixed windows instead of the best runs.
 
     Sentences worth more than nothing are taken best first (a heading, worth nothing of its own,
@@ -194,9 +203,9 @@ def windows_by_value(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike,
     merged with chosen text it overlaps or touches. A window that would need a run beyond
     ``max_segments`` is skipped; one that does not fit the budget (its gaps counted as in
     select_runs) is narrowed around its sentence until it fits (skipped when the sentence alone
-    does not). Runs in document order.
+    does not), each run's lead counted. Runs in document order.
     """
-    v, t, cont, g = _checked(values, tokens, continues, gaps)
+    v, t, cont, g, lead = _checked(values, tokens, continues, gaps, leads)
     n = v.size
     if n == 0 or budget <= 0 or max_segments <= 0:
         return []
@@ -213,18 +222,22 @@ def windows_by_value(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike,
             inside = inside[group[inside] == group[hit]]
             trial = chosen.copy()
             trial[inside] = True
-            if _tokens_sent(trial, t, g, cont) > budget:
+            if _tokens_sent(trial, t, g, cont, lead) > budget:
                 continue  # narrower
             if _run_count(trial, cont) <= max_segments:
                 chosen = trial
             break  # taken, or would be one run too many at any width
-    starts = chosen & ~np.concatenate([[False], chosen[:-1] & cont[1:]])
-    return _runs(chosen, starts, v, t, g)
+    return _runs(chosen, _run_starts(chosen, cont), v, t, g, lead)
 
 
-def _tokens_sent(chosen: np.ndarray, tokens: np.ndarray, gaps: np.ndarray, continues: np.ndarray) -> int:
+def _run_starts(chosen: np.ndarray, continues: np.ndarray) -> np.ndarray:
+    return chosen & ~np.concatenate([[False], chosen[:-1] & continues[1:]])
+
+
+def _tokens_sent(chosen: np.ndarray, tokens: np.ndarray, gaps: np.ndarray, continues: np.ndarray,
+                 leads: np.ndarray) -> int:
     joined = chosen[1:] & chosen[:-1] & continues[1:]  # the gap after i is sent when i + 1 goes on
-    return int(tokens[chosen].sum() + gaps[:-1][joined].sum())
+    return int(tokens[chosen].sum() + gaps[:-1][joined].sum() + leads[_run_starts(chosen, continues)].sum())
 
 
 def _run_count(chosen: np.ndarray, continues: np.ndarray) -> int:
@@ -278,13 +291,20 @@ def choose_segments(candidates: Sequence[CandidateSentence], *, query_idf: float
     # cites every context of its section, and alone it answers nothing (at small budgets the
     # selection sent bare headings, a context each). It is sent only inside a run that crosses
     # it (clamp 'document'), never alone nor at a run's edge; its probability still counts for
-    # the relevance and its neighbours' features.
-    worth = np.where([c.kind == "heading" for c in candidates], -price, probabilities - price)
+    # the relevance and its neighbours' features. So is a table's header row that leads rows among
+    # the candidates: it is sent in front of a run of them (their lead), never alone, nor at the
+    # end of a run (a run may still start with it: then its rows follow).
+    led = {(c.document_key, c.lead.ordinal) for c in candidates if c.lead is not None and c.kind == "table_row"}
+    no_value = [c.kind == "heading" or (c.kind == "table_row" and (c.document_key, c.ordinal) in led)
+                for c in candidates]
+    worth = np.where(no_value, -price, probabilities - price)
     gaps = np.asarray([c.gap_tokens for c in candidates], dtype=np.int64)
+    leads = np.asarray([c.lead.tokens if c.lead is not None else 0 for c in candidates], dtype=np.int64)
     continues = run_breaks([(c.document_key, c.section_id) for c in candidates], [c.ordinal for c in candidates])
     if window is not None:
         runs = windows_by_value(worth, tokens, continues, budget=budget,
-                                max_segments=max_segments, window=window, gaps=gaps)
+                                max_segments=max_segments, window=window, gaps=gaps, leads=leads)
     else:
-        runs = select_runs(worth, tokens, continues, budget=budget, max_segments=max_segments, gaps=gaps)
+        runs = select_runs(worth, tokens, continues, budget=budget, max_segments=max_segments, gaps=gaps,
+                           leads=leads)
     return Selection(runs, probabilities, relevance)

@@ -19,9 +19,22 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
-    "FEATURES", "RELEVANCE_FEATURES", "RELEVANCE_WEIGHTS", "TYPICAL_BACKGROUND", "WEIGHTS", "CandidateSentence",
+    "FEATURES", "RELEVANCE_FEATURES", "RELEVANCE_WEIGHTS", "TYPICAL_BACKGROUND", "WEIGHTS", "CandidateSentence", "Lead",
     "feature_matrix", "fold_reranker_scores", "query_relevance", "relevance_features", "sentence_probabilities",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Lead:
+    """What a context that starts at a list item or table row is sent with in front, then a line
+    break (assemble.context.LEAD_SEPARATOR): the lead-in sentence of its list, or its table's
+    header row (windowrag.candidate_sentences, 0030). The |---| row is not sent: in BERT tokens
+    each dash is one, and the header and the rows read alike without it."""
+
+    ordinal: int
+    start_char: int
+    end_char: int
+    tokens: int  # its own and the line break's
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +58,7 @@ class CandidateSentence:
     # sent when a run holds both (0 for whitespace)
     gap_tokens: int = 0
     kind: str = "sentence"  # the unit's kind (parse/types.py UNIT_KINDS); a heading has no value of its own
+    lead: Lead | None = None  # sent in front of a context that starts here (a list's lead-in, a table's header)
 
 
 FEATURES = (

@@ -1,0 +1,123 @@
+"""What leads cost and give: list items sent without their list's lead-in and table rows without
+their header (before migration 0030), against runs that carry them in front (0030), on the same
+candidates.
+
+    python benchmarks/list_table_leads.py --collection handbook --budgets 256,512,700,1200,2048
+
+A Markdown list item or table row is a unit of its own, and a run that starts at one was sent
+without what it depends on: "Fines for traffic or parking violations." without "The following
+expenses are never reimbursed:", "| Taxi | 40 EUR |" without "| Expense | Limit |". Since 0030
+windowrag.candidate_sentences gives each list item its list's lead-in sentence and each table row
+below the header its table's header row, a run that starts there pays for it and sends it in
+front (segment/select.py), and a header row has no value of its own (never sent alone nor at a
+run's end). For each budget, both selections over each query's candidates (fetched once):
+contexts, contexts that start at a list item whose list has a lead-in without it, contexts
+holding a table row without its header, contexts that are a header row alone or end with one,
+lead tokens and tokens sent, and the summed values of the sentences sent (P(evidence): what the
+budget buys; the paired difference is what the leads cost). Abstention is off (every query gets
+its selection). Queries: JSON lines with "query" (default
+benchmarks/queries/handbook_questions.jsonl, 40 questions written for the handbook). The
+plain-text evaluation sets hold no list items nor table rows: nothing changes for them. A
+report, not a timed test.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+from windowrag_pg.db.connection import connect
+from windowrag_pg.db.embedded import start_embedded
+from windowrag_pg.embed import get_embedder
+from windowrag_pg.pipeline import Pipeline, PipelineOptions
+from windowrag_pg.segment.select import choose_segments
+
+HERE = Path(__file__).resolve().parent
+SELECTIONS = ("no leads", "leads (0030)")
+
+
+def measure(candidates, found, *, query_idf: float, background: float | None, budget: int, k: int) -> dict:
+    """One selection over CANDIDATES; FOUND are the same candidates with their leads (what the
+    units depend on, whether the selection was told or not)."""
+    selection = choose_segments(candidates, query_idf=query_idf, background=background, budget=budget,
+                                max_segments=k)
+    runs = [[found[i] for i in range(run.start, run.end)] for run in selection.runs]
+    headers = {(c.document_key, c.lead.ordinal) for c in found if c.lead is not None and c.kind == "table_row"}
+    sent_units = {(c.document_key, c.ordinal) for run in runs for c in run}
+    missing_lead_in = missing_header = bare_header = lead_tokens = unsent = 0
+    for run, planned in zip(runs, selection.runs):
+        first = run[0]
+        # the lead is sent in front when the selection was told of it and no other run holds it
+        fronted = (candidates[planned.start].lead is not None
+                   and (first.document_key, first.lead.ordinal) not in sent_units)
+        lead_tokens += first.lead.tokens if fronted else 0
+        # planned with its lead, which another run holds: not sent twice (pipeline._context_from_run)
+        unsent += first.lead.tokens if candidates[planned.start].lead is not None and not fronted else 0
+        in_context = {c.ordinal for c in run} | ({first.lead.ordinal} if fronted else set())
+        if first.kind == "list_item" and first.lead is not None and first.lead.ordinal not in in_context:
+            missing_lead_in += 1
+        if any(c.kind == "table_row" and c.lead is not None and c.lead.ordinal not in in_context for c in run):
+            missing_header += 1
+        if (run[-1].document_key, run[-1].ordinal) in headers and run[-1].kind == "table_row":
+            bare_header += 1
+    valued = [i for run in selection.runs for i in range(run.start, run.end)
+              if found[i].kind != "heading" and (found[i].document_key, found[i].ordinal) not in headers]
+    return {"contexts": len(selection.runs), "missing_lead_in": missing_lead_in, "missing_header": missing_header,
+            "bare_header": bare_header, "lead_tokens": lead_tokens,
+            "tokens": sum(run.tokens for run in selection.runs) - unsent,
+            "value": float(sum(selection.probabilities[i] for i in valued))}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--collection", default="handbook")
+    parser.add_argument("--queries", type=Path, default=HERE / "queries" / "handbook_questions.jsonl")
+    parser.add_argument("--budgets", default="256,512,700,1200,2048")
+    parser.add_argument("--url", default=None, help="database URL (default: the embedded server of WINDOWRAG_HOME)")
+    args = parser.parse_args()
+    conn = connect(args.url or start_embedded(), autocommit=True)
+    pipeline = Pipeline(conn, collection=args.collection, embedder=get_embedder())
+    with args.queries.open(encoding="utf-8") as lines:
+        queries = list(dict.fromkeys(json.loads(line)["query"] for line in lines if line.strip()))
+    search = PipelineOptions().candidate_search()
+    budgets = [int(b) for b in args.budgets.split(",")]
+    rows: dict[tuple[int, str], list[dict]] = {}
+    units = {"list_item": 0, "table_row": 0, "led": 0, "all": 0}
+    for query in queries:
+        found = pipeline.retriever.candidates_with(query, search)
+        if not found.sentences:
+            continue
+        units["all"] += len(found.sentences)
+        for c in found.sentences:
+            units[c.kind] = units.get(c.kind, 0) + 1
+            units["led"] += c.lead is not None
+        unled = [replace(c, lead=None) for c in found.sentences]
+        for budget in budgets:
+            for name, candidates in zip(SELECTIONS, (unled, found.sentences)):
+                rows.setdefault((budget, name), []).append(measure(
+                    candidates, found.sentences, query_idf=found.query_idf, background=found.background,
+                    budget=budget, k=search.k))
+    count = len(rows[(budgets[0], SELECTIONS[0])])
+    print(f"## List and table leads: {args.collection}, {count} queries of {args.queries.name}\n")
+    print(f"Candidates: {units['all']:,}, of which list items {units['list_item']:,} and table rows "
+          f"{units['table_row']:,}; {units['led']:,} with a lead.\n")
+    print("| budget | selection | contexts | a list item first, its lead-in not in it | a table row without its "
+          "header | ending on a header row | lead tokens | tokens sent | summed values of the sentences sent |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for budget in budgets:
+        for name in SELECTIONS:
+            r = rows[(budget, name)]
+            total = lambda key: sum(x[key] for x in r)  # noqa: E731
+            print(f"| {budget:,} | {name} | {total('contexts')} | {total('missing_lead_in')} | "
+                  f"{total('missing_header')} | {total('bare_header')} | {statistics.mean(x['lead_tokens'] for x in r):.1f} "
+                  f"| {statistics.mean(x['tokens'] for x in r):.0f} | {statistics.mean(x['value'] for x in r):.3f} |")
+        gains = [after["value"] - before["value"] for before, after in zip(*(rows[(budget, n)] for n in SELECTIONS))]
+        print(f"| {budget:,} | difference, paired | | | | | | | {statistics.mean(gains):+.3f} "
+              f"({sum(g > 1e-9 for g in gains)} more, {sum(g < -1e-9 for g in gains)} less) |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
