@@ -11,8 +11,8 @@ windowrag.candidate_sentences gives each list item its list's lead-in sentence a
 below the header its table's header row, a run that starts there pays for it and sends it in
 front (segment/select.py), and a header row has no value of its own (never sent alone nor at a
 run's end). For each budget, both selections over each query's candidates (fetched once):
-contexts, contexts that start at a list item whose list has a lead-in without it, contexts
-holding a table row without its header, contexts that are a header row alone or end with one,
+contexts, contexts that start at a list item whose list has a lead-in that no context sends,
+contexts holding a table row whose header no context sends, contexts that are a header row alone or end with one,
 lead tokens and tokens sent, and the summed values of the sentences sent (P(evidence): what the
 budget buys; the paired difference is what the leads cost). Abstention is off (every query gets
 its selection). Queries: JSON lines with "query" (default
@@ -55,10 +55,12 @@ def measure(candidates, found, *, query_idf: float, background: float | None, bu
         lead_tokens += first.lead.tokens if fronted else 0
         # planned with its lead, which another run holds: not sent twice (pipeline._context_from_run)
         unsent += first.lead.tokens if candidates[planned.start].lead is not None and not fronted else 0
-        in_context = {c.ordinal for c in run} | ({first.lead.ordinal} if fronted else set())
-        if first.kind == "list_item" and first.lead is not None and first.lead.ordinal not in in_context:
+        # sent: in this context, in front of it, or in another context of the query (not twice)
+        sent = {c.ordinal for c in run} | ({first.lead.ordinal} if fronted else set())
+        sent |= {ordinal for key, ordinal in sent_units if key == first.document_key}
+        if first.kind == "list_item" and first.lead is not None and first.lead.ordinal not in sent:
             missing_lead_in += 1
-        if any(c.kind == "table_row" and c.lead is not None and c.lead.ordinal not in in_context for c in run):
+        if any(c.kind == "table_row" and c.lead is not None and c.lead.ordinal not in sent for c in run):
             missing_header += 1
         if (run[-1].document_key, run[-1].ordinal) in headers and run[-1].kind == "table_row":
             bare_header += 1
@@ -103,16 +105,17 @@ def main() -> int:
     print(f"## List and table leads: {args.collection}, {count} queries of {args.queries.name}\n")
     print(f"Candidates: {units['all']:,}, of which list items {units['list_item']:,} and table rows "
           f"{units['table_row']:,}; {units['led']:,} with a lead.\n")
-    print("| budget | selection | contexts | a list item first, its lead-in not in it | a table row without its "
-          "header | ending on a header row | lead tokens | tokens sent | summed values of the sentences sent |")
+    print("| budget | selection | contexts | a list item first, its lead-in not sent | a table row, its header not "
+          "sent | ending on a header row | lead tokens | tokens sent | summed values of the sentences sent |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for budget in budgets:
         for name in SELECTIONS:
             r = rows[(budget, name)]
             total = lambda key: sum(x[key] for x in r)  # noqa: E731
+            mean = lambda key: statistics.mean(x[key] for x in r)  # noqa: E731
             print(f"| {budget:,} | {name} | {total('contexts')} | {total('missing_lead_in')} | "
-                  f"{total('missing_header')} | {total('bare_header')} | {statistics.mean(x['lead_tokens'] for x in r):.1f} "
-                  f"| {statistics.mean(x['tokens'] for x in r):.0f} | {statistics.mean(x['value'] for x in r):.3f} |")
+                  f"{total('missing_header')} | {total('bare_header')} | {mean('lead_tokens'):.1f} "
+                  f"| {mean('tokens'):.0f} | {mean('value'):.3f} |")
         gains = [after["value"] - before["value"] for before, after in zip(*(rows[(budget, n)] for n in SELECTIONS))]
         print(f"| {budget:,} | difference, paired | | | | | | | {statistics.mean(gains):+.3f} "
               f"({sum(g > 1e-9 for g in gains)} more, {sum(g < -1e-9 for g in gains)} less) |")

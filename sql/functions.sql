@@ -816,20 +816,26 @@ BEGIN
         WHERE s.kind IN ('list_item', 'table_row') AND b.document_id = s.document_id
           AND b.ordinal >= sec.first_sentence AND b.ordinal < s.ordinal AND b.kind <> s.kind
     ) before_block ON true
-    LEFT JOIN LATERAL (
-        SELECT l.ordinal, l.start_char, l.end_char, l.token_count
-        FROM windowrag.sentences l
-        WHERE l.document_id = s.document_id AND (
-            -- the lead-in: a sentence of the section right before the list (not a heading: the
-            -- section path already says it)
-            (s.kind = 'list_item' AND l.ordinal = before_block.ordinal AND l.kind = 'sentence')
+    CROSS JOIN LATERAL (
+        SELECT CASE
+            -- the lead-in: the unit of the section right before the list
+            WHEN s.kind = 'list_item' THEN before_block.ordinal
             -- the header: the nearest row above in the same table followed by the |---| row
-            -- (two tables with nothing between them are told apart by it)
-            OR (s.kind = 'table_row' AND l.ordinal = (
+            -- (two tables with nothing between them are told apart by it); a header has none
+            WHEN s.kind = 'table_row' AND NOT coalesce(s.gap LIKE '%|%' AND s.gap ~ '^[[:space:]>|:]*-[[:space:]>|:-]*$', false)
+            THEN (
                 SELECT max(h.ordinal) FROM windowrag.sentences h
                 WHERE h.document_id = s.document_id AND h.kind = 'table_row'
                   AND h.ordinal > coalesce(before_block.ordinal, sec.first_sentence - 1) AND h.ordinal < s.ordinal
-                  AND h.gap LIKE '%|%' AND h.gap ~ '^[[:space:]>|:]*-[[:space:]>|:-]*$')))
+                  AND h.gap LIKE '%|%' AND h.gap ~ '^[[:space:]>|:]*-[[:space:]>|:-]*$')
+            END AS ordinal
+    ) lead_at
+    LEFT JOIN LATERAL (
+        SELECT l.ordinal, l.start_char, l.end_char, l.token_count
+        FROM windowrag.sentences l
+        -- a list's lead-in is a sentence (not a heading: the section path already says it)
+        WHERE l.document_id = s.document_id AND l.ordinal = lead_at.ordinal
+          AND (s.kind <> 'list_item' OR l.kind = 'sentence')
         OFFSET 0
     ) lead ON true
     CROSS JOIN LATERAL (SELECT d.external_id, d.title FROM windowrag.documents d WHERE d.id = s.document_id OFFSET 0) d

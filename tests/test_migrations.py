@@ -465,7 +465,8 @@ def test_0030_candidate_sentences_returns_the_leads_down_and_up(db_url, embedder
     header its table's header row (ordinal, offsets, tokens); the downgrade gives back 0029's function (no lead columns) with its comment, the upgrade the live
     one; the other columns are the same rows throughout."""
     text = ("# Rates\n\nRates are set every year. Hotels in these cities:\n\n- Paris is 210 EUR a night.\n"
-            "- Lyon is 140 EUR a night.\n\n| City | Rate |\n|---|---|\n| Paris | 210 EUR |\n| Lyon | 140 EUR |\n")
+            "- Lyon is 140 EUR a night.\n\n| City | Rate |\n|---|---|\n| Paris | 210 EUR |\n| Lyon | 140 EUR |\n"
+            "\n| Country | Tax |\n| :-- | --: |\n| France | 20% |\n")  # a second table right after the first
     with candidates_of_markdown(db_url, embedder, "migration_0030_test", text, "hotel rate in Paris") as (
             conn, rows, comment):
         at_head = rows()
@@ -477,6 +478,7 @@ def test_0030_candidate_sentences_returns_the_leads_down_and_up(db_url, embedder
         assert leads[5] == ("table_row", None, None)  # the header row has none
         assert leads[6] == ("table_row", "| City | Rate |", 5)
         assert leads[7] == leads[6]
+        assert leads[8] == ("table_row", None, None) and leads[9] == ("table_row", "| Country | Tax |", 8)
         header_tokens = next(row[8] for row in at_head if row[5] == 5)
         assert [row[25] for row in at_head if row[22] == 5] == [header_tokens] * 2
         db.downgrade(conn, "0029")

@@ -554,7 +554,8 @@ def _context_from_run(candidates: Candidates, run: Run, probabilities: np.ndarra
             if (c.document_key, c.ordinal) in candidates.hits]
     citation = Citation(document_id=external_id, title=title, section_path=tuple(candidates.section_paths[first.section_id]),
                         start_char=first.start_char, end_char=last.end_char, first_ordinal=first.ordinal,
-                        last_ordinal=last.ordinal, pages=tuple(sorted({s.page for s in sentences if s.page is not None})),
+                        last_ordinal=last.ordinal,
+                        pages=tuple(sorted({s.page for s in sentences if s.page is not None})),
                         lead_start_char=None if lead is None else lead.start_char,
                         lead_end_char=None if lead is None else lead.end_char)
     score = float(1.0 - np.prod(1.0 - probabilities[run.start:run.end]))
