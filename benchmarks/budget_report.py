@@ -188,8 +188,9 @@ of the three happens at any budget, for 7–8 tokens of leads a query and −0.0
 / +0.001 of summed sentence value at 256 / 512 / 700 / 1,200 tokens (paired; at 256, 28 of the 40
 questions lose a little: the leads' tokens). The table's |---| row is not sent (in BERT's
 tokenizer each dash is a token; the header reads the same without it). Cost: `candidate_sentences`
-+0.43 ms [+0.26, +0.60] and +0.55 ms [+0.29, +0.77] on ~7.1 ms in two runs (paired medians of
-290 queries on the handbook collection: its 40 questions and 250 SQuAD questions; a backward index probe for each list item or table row
++0.41 to +0.55 ms on ~7 ms in three runs (paired medians of 270–290 queries on the handbook
+collection, its 40 questions and 250 SQuAD questions, `--timing
+../shared/eval/squad-dev/queries.jsonl`: +0.409 [+0.033, +0.700] in the script's run; a backward index probe for each list item or table row
 among the candidates, half of them on the handbook). The plain-text evaluation sets hold no list
 items nor table rows: their figures are unchanged.
 

@@ -17,19 +17,25 @@ lead tokens and tokens sent, and the summed values of the sentences sent (P(evid
 budget buys; the paired difference is what the leads cost). Abstention is off (every query gets
 its selection). Queries: JSON lines with "query" (default
 benchmarks/queries/handbook_questions.jsonl, 40 questions written for the handbook). The
-plain-text evaluation sets hold no list items nor table rows: nothing changes for them. A
-report, not a timed test.
+plain-text evaluation sets hold no list items nor table rows: nothing changes for them.
+``--timing FILE`` also times candidate_sentences against 0029's (migrations/versions/
+0030_functions.sql, made a temporary function), query by query in alternating order over the
+queries and the first ``--timing-limit`` of FILE (e.g. ../shared/eval/squad-dev/queries.jsonl),
+and gives the paired median difference with a bootstrap 95% interval. A report, not a timed test.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
+import time
 from dataclasses import replace
 from pathlib import Path
 
 from windowrag_pg.db.connection import connect
 from windowrag_pg.db.embedded import start_embedded
+from windowrag_pg.db.sqlfiles import load_frozen_sql
 from windowrag_pg.embed import get_embedder
 from windowrag_pg.pipeline import Pipeline, PipelineOptions
 from windowrag_pg.segment.select import choose_segments
@@ -72,15 +78,40 @@ def measure(candidates, found, *, query_idf: float, background: float | None, bu
             "value": float(sum(selection.probabilities[i] for i in valued))}
 
 
+def sql_timing(conn, embedder, collection: str, queries: list[str]) -> str:
+    """candidate_sentences (live) against 0029's, interleaved; the paired median difference."""
+    frozen = load_frozen_sql("0030_functions").split("COMMENT ON FUNCTION")[0]
+    conn.execute(frozen.replace("windowrag.candidate_sentences(", "pg_temp.candidate_sentences_0029("))
+    functions = ("windowrag.candidate_sentences", "pg_temp.candidate_sentences_0029")
+    times: dict[str, list[float]] = {name: [] for name in functions}
+    for i, query in enumerate(queries):
+        vector = str(embedder.embed_query(query).tolist())
+        for name in functions if i % 2 == 0 else functions[::-1]:
+            started = time.perf_counter()
+            conn.execute(f"SELECT * FROM {name}(%s, %s, %s::vector)", [collection, query, vector],
+                         prepare=False).fetchall()
+            times[name].append((time.perf_counter() - started) * 1000)
+    live, before = (times[name][20:] for name in functions)  # the first 20: warm-up
+    differences = [a - b for a, b in zip(live, before)]
+    rng = random.Random(0)
+    medians = sorted(statistics.median(rng.choices(differences, k=len(differences))) for _ in range(2000))
+    return (f"candidate_sentences over {len(differences)} queries (after 20 warm-up): "
+            f"p50 {statistics.median(live):.2f} ms with leads, {statistics.median(before):.2f} ms as 0029 had it; paired median difference "
+            f"{statistics.median(differences):+.3f} ms [{medians[50]:+.3f}, {medians[1949]:+.3f}]")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--collection", default="handbook")
     parser.add_argument("--queries", type=Path, default=HERE / "queries" / "handbook_questions.jsonl")
     parser.add_argument("--budgets", default="256,512,700,1200,2048")
     parser.add_argument("--url", default=None, help="database URL (default: the embedded server of WINDOWRAG_HOME)")
+    parser.add_argument("--timing", type=Path, default=None, help="also time the SQL with these queries added")
+    parser.add_argument("--timing-limit", type=int, default=250)
     args = parser.parse_args()
     conn = connect(args.url or start_embedded(), autocommit=True)
-    pipeline = Pipeline(conn, collection=args.collection, embedder=get_embedder())
+    embedder = get_embedder()
+    pipeline = Pipeline(conn, collection=args.collection, embedder=embedder)
     with args.queries.open(encoding="utf-8") as lines:
         queries = list(dict.fromkeys(json.loads(line)["query"] for line in lines if line.strip()))
     search = PipelineOptions().candidate_search()
@@ -119,6 +150,11 @@ def main() -> int:
         gains = [after["value"] - before["value"] for before, after in zip(*(rows[(budget, n)] for n in SELECTIONS))]
         print(f"| {budget:,} | difference, paired | | | | | | | {statistics.mean(gains):+.3f} "
               f"({sum(g > 1e-9 for g in gains)} more, {sum(g < -1e-9 for g in gains)} less) |")
+    if args.timing is not None:
+        with args.timing.open(encoding="utf-8") as lines:
+            extra = [json.loads(line)["query"] for line in lines if line.strip()]
+        random.Random(0).shuffle(extra)
+        print("\n" + sql_timing(conn, embedder, args.collection, queries + extra[:args.timing_limit]))
     return 0
 
 
