@@ -173,25 +173,27 @@ neighbours' features. The same budgets then send +0.8 / +0.8 / +1.9 / +2.4 other
 hold no headings: their figures are unchanged.
 
 **Lists and tables** (2026-11-26, migration 0030, `benchmarks/list_table_leads.py --collection
-handbook`, the same collection and 40 questions, abstention off, both selections over the same
-candidates). A Markdown list item or table row is a unit of its own, and a run that started at
-one was sent without what it depends on: "Fines for traffic or parking violations." without
-"The following expenses are never reimbursed:", "| Taxi | 40 EUR a day |" without "| Expense |
-Limit |". Of the 200 contexts at 256 / 512 / 700 / 1,200 tokens, 37 / 25 / 16 / 11 began at a list
-item whose list's lead-in no context sent, 3 / 1 / 1 / 1 held table rows whose header none sent,
-and 3 / 2 / 2 / 1 were a header row alone or ended on one. Since 0030 `candidate_sentences`
-returns each list item's lead-in (the sentence of its section right before the list) and each
-table row's header row; a run that starts there pays for it (its tokens and a line break) and
-sends it in front, cited beside the run (`lead_start_char`, `lead_end_char`), and once only (not
-when another context holds it); a header row has no value of its own, like a heading. Then none
-of the three happens at any budget, for 7–8 tokens of leads a query and −0.019 / −0.005 / −0.001
-/ +0.001 of summed sentence value at 256 / 512 / 700 / 1,200 tokens (paired; at 256, 28 of the 40
-questions lose a little: the leads' tokens). The table's |---| row is not sent (in BERT's
-tokenizer each dash is a token; the header reads the same without it). Cost: `candidate_sentences`
-+0.41 to +0.55 ms on ~7 ms in three runs (paired medians of 270–290 queries on the handbook
-collection, its 40 questions and 250 SQuAD questions, `--timing
-../shared/eval/squad-dev/queries.jsonl`: +0.409 [+0.033, +0.700] in the script's run; a backward index probe for each list item or table row
-among the candidates, half of them on the handbook). The plain-text evaluation sets hold no list
+handbook --timing ../shared/eval/squad-dev/queries.jsonl`, the same collection and 40 questions,
+abstention off, both selections over the same candidates). A Markdown list item or table row is
+a unit of its own, and a run that started at one was sent without what it depends on: "Fines
+for traffic or parking violations." without "The following expenses are never reimbursed:",
+"| Taxi | 40 EUR a day |" without "| Expense | Limit |", a nested "Trolling." without its parent
+item "Unacceptable behavior includes, but is not limited to:". Of the 200 contexts at 256 / 512 /
+700 / 1,200 tokens, 44 / 28 / 21 / 15 began at a list item without its lead-in (or parent item)
+in any context, 3 / 1 / 1 / 1 held table rows whose header none sent, and 3 / 2 / 2 / 1 were a
+header row alone or ended on one. Since 0030 `candidate_sentences` returns each list item's
+lead-in (the sentence of its section right before the list; for a nested item, its parent item,
+found by the markers' indents) and each table row's header row; a run that starts there pays for
+it (its tokens and a line break) and sends it in front, cited beside the run (`lead_start_char`,
+`lead_end_char`), and once only (not when another context holds it); a header row has no value
+of its own, like a heading. Then none of the three happens at any budget, for 10–15 tokens of
+leads a query and −0.023 / −0.008 / −0.002 / +0.001 of summed sentence value at 256 / 512 / 700
+/ 1,200 tokens (paired; at 256, 30 of the 40 questions lose a little: the leads' tokens). The
+table's |---| row is not sent (in BERT's tokenizer each dash is a token; the header reads the
+same without it). Cost: `candidate_sentences` +0.98 ms [+0.84, +1.07] on 7.8 ms (paired median of
+270 queries on the handbook collection, its 40 questions and 250 SQuAD questions: index probes
+for each list item or table row among the candidates, half of them on the handbook; the query
+embedding and selection around it take ~20 ms more). The plain-text evaluation sets hold no list
 items nor table rows: their figures are unchanged.
 
 **Against the baselines at equal tokens.** `full` beats `chunks512`, `chunks256` and

@@ -21,7 +21,7 @@ COMMENT ON FUNCTION windowrag.bm25_search(text, text, integer, bigint[], double 
 
 COMMENT ON FUNCTION windowrag.candidate_sentences(text, text, vector, integer, integer, text, text, integer,
     double precision, double precision, bigint[], integer, double precision, double precision) IS
-'What the Python pipeline selects from: the fused hits and every sentence within radius of them in their section, each with its cosine, window cosine, BM25 score, matched query terms, ranks, the text up to the next sentence of its section when more than whitespace (gap), its kind (sentence, heading, list_item, table_row, code, chunk), and for a list item its list''s lead-in sentence, for a table row its table''s header row (lead_*: its ordinal, offsets and tokens).';
+'What the Python pipeline selects from: the fused hits and every sentence within radius of them in their section, each with its cosine, window cosine, BM25 score, matched query terms, ranks, the text up to the next sentence of its section when more than whitespace (gap), its kind (sentence, heading, list_item, table_row, code, chunk), and for a list item its list''s lead-in sentence (a nested item: its parent item), for a table row its table''s header row (lead_*: its ordinal, offsets and tokens).';
 
 COMMENT ON FUNCTION windowrag.sentence_window(bigint, integer, text) IS
 'The window of one sentence: window_size sentences on each side, clamped at its section (clamp section) or document; section_path is the sentence''s own section.';

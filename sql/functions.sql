@@ -692,8 +692,9 @@ END $$;
 -- |---| row, raw HTML tags; NULL otherwise), which a run holding both sends (migration 0028),
 -- and its kind (sentence, heading, list_item, ...: a heading has no value of its own, 0029).
 -- A list item or table row also gets its lead (0030): for a table row below the header, the
--- table's header row; for a list item, the sentence just before its list (the lead-in, "The
--- plan does not cover:") when that is in its section: its ordinal, offsets and tokens. A
+-- table's header row; for a nested list item, its parent item; for a list item, the sentence
+-- just before its list (the lead-in, "The plan does not cover:") when that is in its section:
+-- its ordinal, offsets and tokens. A
 -- context that starts inside the list or table is sent with its lead in front, so that
 -- "| Plus | 90% |" or "Crowns" is read with what it means.
 -- Selection (which runs to send under a token budget, the gaps' tokens counted) happens in
@@ -816,17 +817,40 @@ BEGIN
         WHERE s.kind IN ('list_item', 'table_row') AND b.document_id = s.document_id
           AND b.ordinal >= sec.first_sentence AND b.ordinal < s.ordinal AND b.kind <> s.kind
     ) before_block ON true
+    -- a list item's marker indent: what precedes "- " or "1." on its line (the end of the gap
+    -- before it); a nested item's lead is its parent item, the nearest item above it in the list
+    -- with a smaller indent ("Unacceptable behaviour includes:" over "  - Trolling.", not the
+    -- list's lead-in "We encourage you to:")
+    LEFT JOIN LATERAL (
+        SELECT length(substring(p.gap FROM '([[:blank:]>]*)[^\n]*$')) AS indent
+        FROM windowrag.sentences p
+        WHERE s.kind = 'list_item' AND p.document_id = s.document_id AND p.ordinal = s.ordinal - 1
+        OFFSET 0
+    ) marker ON true
+    LEFT JOIN LATERAL (
+        -- walked upwards from the item, each unit's indent from the gap of the unit above it
+        SELECT x.ordinal
+        FROM (SELECT b.ordinal, b.kind, lead(b.gap) OVER (ORDER BY b.ordinal DESC) AS gap_before
+              FROM windowrag.sentences b
+              WHERE marker.indent > 0 AND b.document_id = s.document_id
+                AND b.ordinal BETWEEN coalesce(before_block.ordinal, sec.first_sentence) AND s.ordinal - 1
+              ORDER BY b.ordinal DESC) x
+        WHERE x.kind = 'list_item'
+          AND length(substring(x.gap_before FROM '([[:blank:]>]*)[^\n]*$')) < marker.indent
+        LIMIT 1
+    ) parent ON true
     CROSS JOIN LATERAL (
         SELECT CASE
-            -- the lead-in: the unit of the section right before the list
-            WHEN s.kind = 'list_item' THEN before_block.ordinal
+            -- a nested item's parent, or the lead-in: the unit of the section right before the list
+            WHEN s.kind = 'list_item' THEN coalesce(parent.ordinal, before_block.ordinal)
             -- the header: the nearest row above in the same table followed by the |---| row
             -- (two tables with nothing between them are told apart by it); a header has none
-            WHEN s.kind = 'table_row' AND NOT coalesce(s.gap LIKE '%|%' AND s.gap ~ '^[[:space:]>|:]*-[[:space:]>|:-]*$', false)
-            THEN (
+            WHEN s.kind = 'table_row'
+                 AND NOT coalesce(s.gap LIKE '%|%' AND s.gap ~ '^[[:space:]>|:]*-[[:space:]>|:-]*$', false) THEN (
                 SELECT max(h.ordinal) FROM windowrag.sentences h
                 WHERE h.document_id = s.document_id AND h.kind = 'table_row'
-                  AND h.ordinal > coalesce(before_block.ordinal, sec.first_sentence - 1) AND h.ordinal < s.ordinal
+                  AND h.ordinal > coalesce(before_block.ordinal, sec.first_sentence - 1)
+                  AND h.ordinal < s.ordinal
                   AND h.gap LIKE '%|%' AND h.gap ~ '^[[:space:]>|:]*-[[:space:]>|:-]*$')
             END AS ordinal
     ) lead_at
@@ -835,7 +859,7 @@ BEGIN
         FROM windowrag.sentences l
         -- a list's lead-in is a sentence (not a heading: the section path already says it)
         WHERE l.document_id = s.document_id AND l.ordinal = lead_at.ordinal
-          AND (s.kind <> 'list_item' OR l.kind = 'sentence')
+          AND (s.kind <> 'list_item' OR l.kind = 'sentence' OR l.ordinal = parent.ordinal)
         OFFSET 0
     ) lead ON true
     CROSS JOIN LATERAL (SELECT d.external_id, d.title FROM windowrag.documents d WHERE d.id = s.document_id OFFSET 0) d

@@ -461,26 +461,31 @@ def test_0029_candidate_sentences_returns_the_kinds_down_and_up(db_url, embedder
 
 
 def test_0030_candidate_sentences_returns_the_leads_down_and_up(db_url, embedder):
-    """0030: candidate_sentences gives a list item its list's lead-in and a table row below the
-    header its table's header row (ordinal, offsets, tokens); the downgrade gives back 0029's function (no lead columns) with its comment, the upgrade the live
+    """0030: candidate_sentences gives a list item its list's lead-in (a nested item its parent
+    item) and a table row below the header its table's header row (ordinal, offsets, tokens); the
+    downgrade gives back 0029's function (no lead columns) with its comment, the upgrade the live
     one; the other columns are the same rows throughout."""
     text = ("# Rates\n\nRates are set every year. Hotels in these cities:\n\n- Paris is 210 EUR a night.\n"
-            "- Lyon is 140 EUR a night.\n\n| City | Rate |\n|---|---|\n| Paris | 210 EUR |\n| Lyon | 140 EUR |\n"
+            "- Lyon is 140 EUR a night. Not covered there:\n  - Minibar.\n  - Parking.\n- Nice is 180 EUR.\n\n"
+            "| City | Rate |\n|---|---|\n| Paris | 210 EUR |\n| Lyon | 140 EUR |\n"
             "\n| Country | Tax |\n| :-- | --: |\n| France | 20% |\n")  # a second table right after the first
     with candidates_of_markdown(db_url, embedder, "migration_0030_test", text, "hotel rate in Paris") as (
             conn, rows, comment):
         at_head = rows()
-        leads = {row[5]: (row[21], text[row[23]:row[24]] if row[23] is not None else None, row[22])
-                 for row in at_head}  # ordinal → (kind, lead text, lead ordinal)
-        assert leads[2] == ("sentence", None, None)  # the lead-in itself has none
-        assert leads[3] == ("list_item", "Hotels in these cities:", 2)
-        assert leads[4] == leads[3]  # the same lead-in for every item of the list
-        assert leads[5] == ("table_row", None, None)  # the header row has none
-        assert leads[6] == ("table_row", "| City | Rate |", 5)
-        assert leads[7] == leads[6]
-        assert leads[8] == ("table_row", None, None) and leads[9] == ("table_row", "| Country | Tax |", 8)
-        header_tokens = next(row[8] for row in at_head if row[5] == 5)
-        assert [row[25] for row in at_head if row[22] == 5] == [header_tokens] * 2
+        units = {text[row[6]:row[7]]: row for row in at_head}
+        leads = {unit: (row[21], text[row[23]:row[24]] if row[23] is not None else None)
+                 for unit, row in units.items()}  # unit → (kind, its lead's text)
+        lead_in, parent = "Hotels in these cities:", "Lyon is 140 EUR a night. Not covered there:"
+        assert leads[lead_in] == ("sentence", None)  # the lead-in itself has none
+        assert leads["Paris is 210 EUR a night."] == leads[parent] == ("list_item", lead_in)
+        assert leads["Minibar."] == leads["Parking."] == ("list_item", parent)  # nested: the parent item
+        assert leads["Nice is 180 EUR."] == ("list_item", lead_in)  # back at the top level
+        assert leads["| City | Rate |"] == ("table_row", None)  # the header row has none
+        assert leads["| Paris | 210 EUR |"] == leads["| Lyon | 140 EUR |"] == ("table_row", "| City | Rate |")
+        assert leads["| Country | Tax |"] == ("table_row", None)
+        assert leads["| France | 20% |"] == ("table_row", "| Country | Tax |")
+        header = units["| City | Rate |"]
+        assert units["| Paris | 210 EUR |"][22:26] == (header[5], header[6], header[7], header[8])
         db.downgrade(conn, "0029")
         assert [row[:22] for row in at_head] == rows()
         assert "lead" not in comment()

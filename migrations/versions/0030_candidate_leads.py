@@ -7,8 +7,8 @@ A Markdown list item or table row is a unit of its own, and the selection sends 
 their tokens: on 40 handbook questions at 700 tokens, 63 of 200 contexts began inside a list,
 most without the sentence that introduces it ("The plan does not cover:"), and table rows came
 without their header ("| Plus | 90% | $900 |"). windowrag.candidate_sentences now returns, for a
-list item, the sentence of its section just before its list, and for a table row below the
-header, its table's header row (columns lead_ordinal, lead_start_char, lead_end_char,
+list item, the sentence of its section just before its list (for a nested item, its parent
+item), and for a table row below the header, its table's header row (columns lead_ordinal, lead_start_char, lead_end_char,
 lead_token_count, lead_gap); a context that starts inside the list or table is sent with its
 lead in front (windowrag_pg/segment/select.py prices it). No table, index or row changes. The
 result type changes, so the function is dropped and made again: the upgrade installs

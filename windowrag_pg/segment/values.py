@@ -27,8 +27,8 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class Lead:
     """What a context that starts at a list item or table row is sent with in front, then a line
-    break (assemble.context.LEAD_SEPARATOR): the lead-in sentence of its list, or its table's
-    header row (windowrag.candidate_sentences, 0030). The |---| row is not sent: in BERT tokens
+    break (assemble.context.LEAD_SEPARATOR): the lead-in sentence of its list (a nested item: its
+    parent item), or its table's header row (windowrag.candidate_sentences, 0030). The |---| row is not sent: in BERT tokens
     each dash is one, and the header and the rows read alike without it."""
 
     ordinal: int
