@@ -38,7 +38,7 @@ from windowrag_pg.db.embedded import start_embedded
 from windowrag_pg.db.sqlfiles import load_frozen_sql
 from windowrag_pg.embed import get_embedder
 from windowrag_pg.pipeline import Pipeline, PipelineOptions
-from windowrag_pg.segment.select import choose_segments
+from windowrag_pg.segment.select import choose_segments, run_leads
 
 HERE = Path(__file__).resolve().parent
 SELECTIONS = ("no leads", "leads (0030)")
@@ -51,22 +51,21 @@ def measure(candidates, found, *, query_idf: float, background: float | None, bu
                                 max_segments=k)
     runs = [[found[i] for i in range(run.start, run.end)] for run in selection.runs]
     headers = {(c.document_key, c.lead.ordinal) for c in found if c.lead is not None and c.kind == "table_row"}
-    sent_units = {(c.document_key, c.ordinal) for run in runs for c in run}
+    # what the pipeline sends in front of each run (none when the selection was not told of leads)
+    fronted = run_leads(candidates, selection.runs)
+    sent = {(c.document_key, c.ordinal) for run in runs for c in run}
+    sent |= {(run[0].document_key, lead.ordinal) for run, lead in zip(runs, fronted) if lead is not None}
     missing_lead_in = missing_header = bare_header = lead_tokens = unsent = 0
-    for run, planned in zip(runs, selection.runs):
+    for run, planned, lead in zip(runs, selection.runs, fronted):
         first = run[0]
-        # the lead is sent in front when the selection was told of it and no other run holds it
-        fronted = (candidates[planned.start].lead is not None
-                   and (first.document_key, first.lead.ordinal) not in sent_units)
-        lead_tokens += first.lead.tokens if fronted else 0
-        # planned with its lead, which another run holds: not sent twice (pipeline._context_from_run)
-        unsent += first.lead.tokens if candidates[planned.start].lead is not None and not fronted else 0
-        # sent: in this context, in front of it, or in another context of the query (not twice)
-        sent = {c.ordinal for c in run} | ({first.lead.ordinal} if fronted else set())
-        sent |= {ordinal for key, ordinal in sent_units if key == first.document_key}
-        if first.kind == "list_item" and first.lead is not None and first.lead.ordinal not in sent:
+        lead_tokens += lead.tokens if lead is not None else 0
+        # planned with its lead, which another context sends: not sent twice
+        unsent += first.lead.tokens if candidates[planned.start].lead is not None and lead is None else 0
+        if first.kind == "list_item" and first.lead is not None \
+                and (first.document_key, first.lead.ordinal) not in sent:
             missing_lead_in += 1
-        if any(c.kind == "table_row" and c.lead is not None and c.lead.ordinal not in sent for c in run):
+        if any(c.kind == "table_row" and c.lead is not None and (c.document_key, c.lead.ordinal) not in sent
+               for c in run):
             missing_header += 1
         if (run[-1].document_key, run[-1].ordinal) in headers and run[-1].kind == "table_row":
             bare_header += 1
@@ -96,7 +95,8 @@ def sql_timing(conn, embedder, collection: str, queries: list[str]) -> str:
     rng = random.Random(0)
     medians = sorted(statistics.median(rng.choices(differences, k=len(differences))) for _ in range(2000))
     return (f"candidate_sentences over {len(differences)} queries (after 20 warm-up): "
-            f"p50 {statistics.median(live):.2f} ms with leads, {statistics.median(before):.2f} ms as 0029 had it; paired median difference "
+            f"p50 {statistics.median(live):.2f} ms with leads, {statistics.median(before):.2f} ms as 0029 had it; "
+            f"paired median difference "
             f"{statistics.median(differences):+.3f} ms [{medians[50]:+.3f}, {medians[1949]:+.3f}]")
 
 

@@ -353,3 +353,24 @@ def test_gap_tokens_are_counted_or_bounded_from_above():
     rows = [row(0, None), row(1, None, (0, 0, 15, 7))]
     lead = candidates_from_rows("q", rows, {}, count_tokens=tokenizer).sentences[1].lead
     assert (lead.ordinal, lead.start_char, lead.end_char, lead.tokens) == (0, 0, 15, 8)
+
+
+def test_a_lead_is_sent_once_and_never_beside_its_own_unit():
+    """run_leads: two runs of one list share its lead-in (the first is sent with it); a run after
+    the one that holds the lead-in, or a table row after a run holding the header, gets none."""
+    from windowrag_pg.segment.select import Run, run_leads
+    from windowrag_pg.segment.values import Lead
+
+    lead_in, header = Lead(0, 0, 20, 6), Lead(10, 200, 215, 5)
+
+    def unit(ordinal, lead=None, document=1):
+        return CandidateSentence(document_key=document, section_id=1, ordinal=ordinal, start_char=ordinal * 20,
+                                 end_char=ordinal * 20 + 19, token_count=5, cosine=0.5, window_cosine=0.5, bm25=0.0,
+                                 fused_rank=None, kind="list_item" if lead is lead_in else "table_row", lead=lead)
+
+    candidates = [unit(2, lead_in), unit(3, lead_in), unit(5, lead_in), unit(10), unit(11, header),
+                  unit(2, lead_in, document=2)]
+    runs = [Run(0, 1, 0.5, 11), Run(2, 3, 0.5, 11), Run(3, 5, 0.5, 15), Run(5, 6, 0.5, 11)]
+    assert run_leads(candidates, runs) == [lead_in, None, None, lead_in]  # another document's list: its own
+    assert run_leads(candidates, [Run(4, 5, 0.5, 10)]) == [header]
+    assert run_leads(candidates, []) == []

@@ -35,8 +35,8 @@ from .retrieve.retriever import Candidates
 from .segment.abstain import abstain_reason, needs_verification, sentences_to_verify, verify_passages
 from .segment.relevance import window_sentence_relevance
 from .segment.rse import RSEParams, best_segments, get_params
-from .segment.select import Run, choose_segments
-from .segment.values import fold_reranker_scores
+from .segment.select import Run, choose_segments, run_leads
+from .segment.values import Lead, fold_reranker_scores
 
 # segments: budget-first (sentence values + RSE); windows: fixed merged windows from SQL;
 # value_windows: sentence values with fixed ±window windows, RSE off (for comparison)
@@ -249,7 +249,8 @@ class Pipeline:
             abstain = ("only headings matched the query" if all(c.kind == "heading" for c in candidates.sentences)
                        else "no sentence fits the token budget")
         runs = [] if abstain else selection.runs
-        contexts = [_context_from_run(candidates, run, selection.probabilities, runs) for run in runs]
+        contexts = [_context_from_run(candidates, run, selection.probabilities, lead)
+                    for run, lead in zip(runs, run_leads(candidates.sentences, runs))]
         contexts = order_contexts(contexts, order=options.order)
         timings["assemble_ms"] = (time.perf_counter() - mark) * 1000
         mark = time.perf_counter()
@@ -305,7 +306,8 @@ class Pipeline:
                                probabilities=selection.probabilities,  # the values already computed
                                relevance=selection.relevance)
         runs = wide.runs
-        contexts = [_context_from_run(candidates, run, wide.probabilities, runs) for run in runs]
+        contexts = [_context_from_run(candidates, run, wide.probabilities, lead)
+                    for run, lead in zip(runs, run_leads(candidates.sentences, runs))]
         yield from self._fill_text(contexts)
         passages = [_passage_within(c, options.rerank_tokens) for c in contexts]
         scores = self.reranker.score(candidates.query, passages)
@@ -536,18 +538,14 @@ def _fixed_window(options: PipelineOptions) -> int | None:
 
 
 def _context_from_run(candidates: Candidates, run: Run, probabilities: np.ndarray,
-                      runs: Sequence[Run] = ()) -> AssembledContext:
-    """A chosen run of candidate sentences as a cited context; its score is the probability that
-    it holds evidence, 1 − Π(1 − p) over its sentences. It carries the lead of its first sentence
-    (a list's lead-in, a table's header row), unless another of RUNS sends that sentence."""
+                      lead: Lead | None = None) -> AssembledContext:
+    """A chosen run of candidate sentences as a cited context, sent with LEAD in front (a list's
+    lead-in, a table's header row: select.run_leads); its score is the probability that it holds
+    evidence, 1 − Π(1 − p) over its sentences."""
     chosen = candidates.sentences[run.start:run.end]
     first, last = chosen[0], chosen[-1]
-    lead, tokens = first.lead, run.tokens
-    if lead is not None and any(
-            candidates.sentences[r.start].document_key == first.document_key
-            and candidates.sentences[r.start].ordinal <= lead.ordinal <= candidates.sentences[r.end - 1].ordinal
-            for r in runs):
-        lead, tokens = None, tokens - lead.tokens  # never sent twice
+    planned = first.lead  # the selection counted it in the run's tokens
+    tokens = run.tokens - (planned.tokens if planned is not None and lead is None else 0)
     external_id, title = candidates.documents[first.document_key]
     sentences = [SentenceInfo(c.ordinal, c.start_char, c.end_char, c.token_count, c.section_id, c.page) for c in chosen]
     hits = [asdict(candidates.hits[(c.document_key, c.ordinal)]) for c in chosen

@@ -36,9 +36,9 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .values import CandidateSentence, feature_matrix, query_relevance, sentence_probabilities
+from .values import CandidateSentence, Lead, feature_matrix, query_relevance, sentence_probabilities
 
-__all__ = ["Run", "Selection", "choose_segments", "run_breaks", "select_runs", "windows_by_value"]
+__all__ = ["Run", "Selection", "choose_segments", "run_breaks", "run_leads", "select_runs", "windows_by_value"]
 
 # the token axis of the table holds at most this many units (a 2,048-token budget: 4 tokens a unit)
 MAX_UNITS = 512
@@ -253,6 +253,28 @@ def run_breaks(keys: Sequence[tuple[int, int]], ordinals: Sequence[int]) -> np.n
     for i in range(1, n):
         cont[i] = keys[i] == keys[i - 1] and ordinals[i] == ordinals[i - 1] + 1
     return cont
+
+
+def run_leads(candidates: Sequence[CandidateSentence], runs: Sequence[Run]) -> list[Lead | None]:
+    """The lead each run is sent with (its first candidate's: a list's lead-in, a table's header
+    row), or None: none, or a run already holds that unit, or an earlier run is sent with the
+    same lead (two runs of one list). Text is never sent twice; the selection priced each lead,
+    so what is left out only leaves the budget less spent."""
+    held = [(candidates[r.start].document_key, candidates[r.start].ordinal, candidates[r.end - 1].ordinal)
+            for r in runs]
+    sent: set[tuple[int, int]] = set()
+    leads: list[Lead | None] = []
+    for run in runs:
+        first = candidates[run.start]
+        lead = first.lead
+        if lead is not None:
+            key = (first.document_key, lead.ordinal)
+            if key in sent or any(doc == key[0] and lo <= lead.ordinal <= hi for doc, lo, hi in held):
+                lead = None
+            else:
+                sent.add(key)
+        leads.append(lead)
+    return leads
 
 
 class Selection(NamedTuple):
