@@ -56,10 +56,16 @@ def llama_collection(db_url):
 
 
 def expected(query, collection, db_url, **options):
-    return [(c.text, {"document_id": c.citation.document_id, "title": c.citation.title,
-                      "section_path": list(c.citation.section_path), "start_char": c.citation.start_char,
-                      "end_char": c.citation.end_char, "score": c.score})
-            for c in windowrag_pg.search(query, collection=collection, url=db_url, **options).contexts]
+    def metadata(c):
+        # the offsets of a list's lead-in or a table's header sent in front, when there is one
+        lead = ({"lead_start_char": c.citation.lead_start_char, "lead_end_char": c.citation.lead_end_char}
+                if c.citation.lead_start_char is not None else {})
+        return {"document_id": c.citation.document_id, "title": c.citation.title,
+                "section_path": list(c.citation.section_path), "start_char": c.citation.start_char,
+                "end_char": c.citation.end_char, "score": c.score, **lead}
+
+    return [(c.text, metadata(c)) for c in windowrag_pg.search(query, collection=collection, url=db_url,
+                                                               **options).contexts]
 
 
 def test_llama_index_retriever_returns_the_contexts_of_search(db_url, conn, llama_collection):
