@@ -844,14 +844,16 @@ BEGIN
             -- a nested item's parent, or the lead-in: the unit of the section right before the list
             WHEN s.kind = 'list_item' THEN coalesce(parent.ordinal, before_block.ordinal)
             -- the header: the nearest row above in the same table followed by the |---| row
-            -- (two tables with nothing between them are told apart by it); a header has none
+            -- (two tables with nothing between them are told apart by it); a header has none.
+            -- Without a |---| row (HTML, DOCX: their text has none), the table's first row.
             WHEN s.kind = 'table_row'
-                 AND NOT coalesce(s.gap LIKE '%|%' AND s.gap ~ '^[[:space:]>|:]*-[[:space:]>|:-]*$', false) THEN (
-                SELECT max(h.ordinal) FROM windowrag.sentences h
-                WHERE h.document_id = s.document_id AND h.kind = 'table_row'
-                  AND h.ordinal > coalesce(before_block.ordinal, sec.first_sentence - 1)
-                  AND h.ordinal < s.ordinal
-                  AND h.gap LIKE '%|%' AND h.gap ~ '^[[:space:]>|:]*-[[:space:]>|:-]*$')
+                 AND NOT coalesce(s.gap LIKE '%|%' AND s.gap ~ '^[[:space:]>|:]*-[[:space:]>|:-]*$', false) THEN
+                coalesce((SELECT max(h.ordinal) FROM windowrag.sentences h
+                          WHERE h.document_id = s.document_id AND h.kind = 'table_row'
+                            AND h.ordinal > coalesce(before_block.ordinal, sec.first_sentence - 1)
+                            AND h.ordinal < s.ordinal
+                            AND h.gap LIKE '%|%' AND h.gap ~ '^[[:space:]>|:]*-[[:space:]>|:-]*$'),
+                         nullif(least(coalesce(before_block.ordinal + 1, sec.first_sentence), s.ordinal), s.ordinal))
             END AS ordinal
     ) lead_at
     LEFT JOIN LATERAL (

@@ -437,6 +437,19 @@ def test_a_context_inside_a_list_or_table_is_sent_with_its_lead(conn, collection
     assert not any(c.text.rstrip().endswith("| Expense | Limit |") for c in result.contexts)
 
 
+def test_an_html_table_row_is_sent_with_its_first_row(conn, collection_name, embedder):
+    """An HTML (or DOCX) table's text has no |---| row to mark its header: its first row leads."""
+    html = ("<html><body><h1>Travel</h1><p>Receipts are uploaded within a month.</p><table>"
+            "<tr><th>Expense</th><th>Limit</th></tr><tr><td>Breakfast</td><td>20 EUR</td></tr>"
+            "<tr><td>Dinner</td><td>60 EUR</td></tr><tr><td>Taxi</td><td>40 EUR a day</td></tr></table></body></html>")
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
+        [SourceDocument(external_id="travel.html", format="html", text=html)])
+    result = Pipeline(conn, collection=collection_name, embedder=embedder).search(
+        "What is the daily limit for a taxi?", token_budget=20, min_relevance=None)
+    (context,) = [c for c in result.contexts if "Taxi" in c.text]
+    assert context.text.startswith("Expense | Limit\n") and context.text.endswith("Taxi | 40 EUR a day")
+
+
 def test_a_small_budget_is_not_spent_on_bare_headings(conn, samples_collection, embedder):
     """At 30 tokens the dental question got its answer and four contexts that were a heading
     alone ("Health insurance", "Benefits", ...): a heading has no value of its own since 0029, so
