@@ -57,41 +57,26 @@ def test_runs_are_the_exact_optimum_within_the_budget(cands, budget, max_segment
     assert sum(r.value for r in runs) == pytest.approx(brute_force(values, tokens, continues, budget, max_segments)[0])
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.floats(-1, 1), st.integers(0, 40), st.booleans(), st.integers(0, 30)),
-                min_size=1, max_size=8),
-       st.integers(1, 150), st.integers(1, 3))
-def test_runs_pay_for_the_text_between_their_sentences(cands, budget, max_segments):
-    values = [round(v, 3) for v, _, _, _ in cands]
-    tokens = [t for _, t, _, _ in cands]
-    continues = [c for _, _, c, _ in cands]
-    gaps = [g for _, _, _, g in cands]
-    runs = select_runs(values, tokens, continues, budget=budget, max_segments=max_segments, gaps=gaps)
-    for run in runs:  # a run's tokens are its sentences' and the gaps inside it
-        assert run.tokens == sum(tokens[run.start:run.end]) + sum(gaps[run.start:run.end - 1])
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1, 1), st.integers(0, 40), st.booleans(), st.integers(0, 30),
+                          st.integers(0, 20)), min_size=1, max_size=8),
+       st.integers(1, 150), st.integers(1, 3), st.booleans())
+def test_runs_pay_for_the_text_between_their_sentences_and_their_lead(cands, budget, max_segments, with_leads):
+    values = [round(v, 3) for v, *_ in cands]
+    tokens, continues, gaps = ([c[i] for c in cands] for i in (1, 2, 3))
+    leads = [c[4] for c in cands] if with_leads else None
+    lead = leads or [0] * len(cands)
+    runs = select_runs(values, tokens, continues, budget=budget, max_segments=max_segments, gaps=gaps, leads=leads)
+    for run in runs:  # its sentences, the gaps inside it and the lead of its first sentence (no other's)
+        assert run.tokens == lead[run.start] + sum(tokens[run.start:run.end]) + sum(gaps[run.start:run.end - 1])
     assert sum(r.tokens for r in runs) <= budget
-    best = brute_force(values, tokens, continues, budget, max_segments, gaps)
+    best = brute_force(values, tokens, continues, budget, max_segments, gaps, leads)
     assert sum(r.value for r in runs) == pytest.approx(best[0])
-
-
-@settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.floats(-1, 1), st.integers(0, 40), st.booleans(), st.integers(0, 30)),
-                min_size=1, max_size=8),
-       st.integers(1, 150), st.integers(1, 3))
-def test_runs_pay_for_the_lead_they_start_with(cands, budget, max_segments):
-    values = [round(v, 3) for v, _, _, _ in cands]
-    tokens = [t for _, t, _, _ in cands]
-    continues = [c for _, _, c, _ in cands]
-    leads = [lead for _, _, _, lead in cands]
-    runs = select_runs(values, tokens, continues, budget=budget, max_segments=max_segments, leads=leads)
-    for run in runs:  # the lead of its first sentence, none of the others'
-        assert run.tokens == leads[run.start] + sum(tokens[run.start:run.end])
-    assert sum(r.tokens for r in runs) <= budget
-    best = brute_force(values, tokens, continues, budget, max_segments, leads=leads)
-    assert sum(r.value for r in runs) == pytest.approx(best[0])
-    for run in windows_by_value(values, tokens, continues, budget=budget, max_segments=max_segments,
-                                window=1, leads=leads):
-        assert run.tokens == leads[run.start] + sum(tokens[run.start:run.end])
+    windows = windows_by_value(values, tokens, continues, budget=budget, max_segments=max_segments, window=1,
+                               gaps=gaps, leads=leads)
+    for run in windows:
+        assert run.tokens == lead[run.start] + sum(tokens[run.start:run.end]) + sum(gaps[run.start:run.end - 1])
+    assert sum(r.tokens for r in windows) <= budget
 
 
 def test_a_run_inside_a_list_pays_for_its_lead_in_or_starts_at_it():
@@ -128,6 +113,10 @@ def test_markup_between_sentences_can_make_two_runs_cheaper_than_one():
     runs = select_runs([0.5, 0.5], [20, 20], [False, True], budget=41, max_segments=2,
                        gaps=[MIN_SPLIT_GAP, 0])
     assert [(r.start, r.end, r.tokens) for r in runs] == [(0, 1, 20), (1, 2, 20)]
+    # also under a budget smaller than MIN_SPLIT_GAP (the gaps were capped at the budget first,
+    # and such a gap no longer allowed two runs)
+    runs = select_runs([0.5, 0.5], [0, 0], [False, True], budget=1, max_segments=2, gaps=[MIN_SPLIT_GAP, 0])
+    assert [(r.start, r.end) for r in runs] == [(0, 1), (1, 2)]
 
 
 @pytest.mark.parametrize("bad, message", [

@@ -79,6 +79,11 @@ def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, b
 
     unit = max(1, math.ceil(budget / max_units))
     cap = budget // unit
+    # two runs that touch (the second starts right after the first) only to leave out a gap of
+    # at least MIN_SPLIT_GAP tokens: below it, a second citation costs the reader more (the gaps
+    # as given, before they are capped at the budget, which may be smaller)
+    splits = np.zeros(n, dtype=bool)
+    splits[1:] = g[:-1] >= MIN_SPLIT_GAP
     t, g = np.minimum(t, budget + 1), np.minimum(g, budget + 1)  # past the budget all alike (no overflow)
     lead = np.minimum(lead, budget + 1)
     # ceil: rounding up never lets the real total pass the budget; a new run also sends its lead
@@ -86,10 +91,6 @@ def select_runs(values: ArrayLike, tokens: ArrayLike, continues: ArrayLike, *, b
     # a continuation also sends the gap before it (rounded up with the sentence)
     cost_on = cost.copy()
     cost_on[1:] = -(-(t[1:] + g[:-1]) // unit)  # (a continuation sends no lead)
-    # two runs that touch (the second starts right after the first) only to leave out a gap of
-    # at least MIN_SPLIT_GAP tokens: below it, a second citation costs the reader more
-    splits = np.zeros(n, dtype=bool)
-    splits[1:] = g[:-1] >= MIN_SPLIT_GAP
     k = max_segments
     closed = np.full((k + 1, cap + 1), -np.inf)
     closed[0, 0] = 0.0
