@@ -11,7 +11,7 @@ import windowrag_pg as wr
 from windowrag_pg.cli import main
 from windowrag_pg.embed.onnx_bge import OnnxBgeEmbedder
 from windowrag_pg.ingest import Ingestor
-from windowrag_pg.pipeline import Pipeline
+from windowrag_pg.pipeline import Pipeline, PipelineOptions
 from windowrag_pg.sources import SourceDocument
 from windowrag_pg.store.collections import CollectionError
 
@@ -437,17 +437,28 @@ def test_a_context_inside_a_list_or_table_is_sent_with_its_lead(conn, collection
     assert not any(c.text.rstrip().endswith("| Expense | Limit |") for c in result.contexts)
 
 
-def test_an_html_table_row_is_sent_with_its_first_row(conn, collection_name, embedder):
-    """An HTML (or DOCX) table's text has no |---| row to mark its header: its first row leads."""
+def test_html_table_rows_and_nested_list_items_have_their_leads(conn, collection_name, embedder):
+    """An HTML (or DOCX) table's text has no |---| row to mark its header: its first row leads.
+    Its list items are written with Markdown's markers, indented when nested, so that a nested
+    item leads with its parent item, not with the outer list's lead-in."""
     html = ("<html><body><h1>Travel</h1><p>Receipts are uploaded within a month.</p><table>"
             "<tr><th>Expense</th><th>Limit</th></tr><tr><td>Breakfast</td><td>20 EUR</td></tr>"
-            "<tr><td>Dinner</td><td>60 EUR</td></tr><tr><td>Taxi</td><td>40 EUR a day</td></tr></table></body></html>")
+            "<tr><td>Dinner</td><td>60 EUR</td></tr><tr><td>Taxi</td><td>40 EUR a day</td></tr></table>"
+            "<p>We encourage you to:</p><ul><li>Be respectful. Unacceptable behavior includes:"
+            "<ul><li>Trolling.</li><li>Insults.</li></ul></li><li>Be patient.</li></ul></body></html>")
     Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
         [SourceDocument(external_id="travel.html", format="html", text=html)])
-    result = Pipeline(conn, collection=collection_name, embedder=embedder).search(
-        "What is the daily limit for a taxi?", token_budget=20, min_relevance=None)
+    pipeline = Pipeline(conn, collection=collection_name, embedder=embedder)
+    result = pipeline.search("What is the daily limit for a taxi?", token_budget=20, min_relevance=None)
     (context,) = [c for c in result.contexts if "Taxi" in c.text]
     assert context.text.startswith("Expense | Limit\n") and context.text.endswith("Taxi | 40 EUR a day")
+    stored = conn.execute("SELECT d.text FROM windowrag.documents d JOIN windowrag.collections c"
+                          " ON c.id = d.collection_id WHERE c.name = %s", [collection_name]).fetchone()[0]
+    found = pipeline.retriever.candidates_with("Is trolling unacceptable?", PipelineOptions().candidate_search())
+    leads = {stored[c.start_char:c.end_char]: stored[c.lead.start_char:c.lead.end_char] if c.lead else None
+             for c in found.sentences}
+    assert leads["Trolling."] == leads["Insults."] == "Be respectful. Unacceptable behavior includes:"
+    assert leads["Be patient."] == leads["Be respectful. Unacceptable behavior includes:"] == "We encourage you to:"
 
 
 def test_a_small_budget_is_not_spent_on_bare_headings(conn, samples_collection, embedder):

@@ -194,7 +194,7 @@ def test_a_word_document_is_ingested_and_cited_by_section(conn, collection_name,
 
     (tmp_path / "nda.docx").write_bytes(make_docx())
     report = Ingestor(conn, collection=collection_name, embedder=embedder).ingest(iter_sources([tmp_path]))
-    assert report.added == 1 and not report.errors and report.sentences == 11
+    assert report.added == 1 and not report.errors and report.sentences == 12
     result = Pipeline(conn, collection=collection_name, embedder=embedder).search(
         "what information is excluded?", token_budget=60, min_relevance=None)
     best = result.contexts[0]

@@ -412,6 +412,8 @@ def test_html_sections_blocks_and_text() -> None:
     ]
     assert "secret" not in doc.text and "Home" not in doc.text and "color" not in doc.text
     assert doc.text.startswith("Welcome to the handbook. Read it all.\n\nBenefits\n\n")
+    # list items marked as Markdown marks them, a nested one indented (its parent is told by it)
+    assert "\n\n- Cleanings twice a year\n\n- Braces\n\n  - for kids\n\nPlan | Cost" in doc.text
 
 
 def test_malformed_html_still_parses() -> None:
@@ -459,6 +461,7 @@ def make_docx(*, title: str | None = "Mutual NDA") -> bytes:
     document.add_paragraph("Confidential Information means any information disclosed by a party. It includes "
                            "trade secrets.")
     document.add_paragraph("Marketing plans", style="List Bullet")
+    document.add_paragraph("Customer lists", style="List Bullet 2")
     document.add_paragraph("Source code", style="List Number")
     document.add_heading("1.1 Exclusions", level=2)
     paragraph = document.add_paragraph("Information already public is excluded.")
@@ -489,6 +492,7 @@ def test_docx_headings_lists_tables_and_line_breaks() -> None:
         ("sentence", ("1. Definitions",), "Confidential Information means any information disclosed by a party."),
         ("sentence", ("1. Definitions",), "It includes trade secrets."),
         ("list_item", ("1. Definitions",), "Marketing plans"),
+        ("list_item", ("1. Definitions",), "Customer lists"),
         ("list_item", ("1. Definitions",), "Source code"),
         ("heading", ("1.1 Exclusions",), "1.1 Exclusions"),
         ("sentence", ("1.1 Exclusions",), "Information already public is excluded."),
@@ -498,6 +502,8 @@ def test_docx_headings_lists_tables_and_line_breaks() -> None:
     ]
     assert doc.sections[2].heading_path == ("1. Definitions", "1.1 Exclusions")
     assert "ACME - Confidential" not in doc.text
+    # list items marked as Markdown marks them, a nested one indented (its parent is told by it)
+    assert "trade secrets.\n\n- Marketing plans\n\n  - Customer lists\n\n- Source code\n\n1.1" in doc.text
 
 
 def test_a_docx_file_is_read_with_its_title_else_its_name(tmp_path) -> None:

@@ -4,9 +4,10 @@ Like HTML and PDF, a Word document has no character offsets of its own, so the s
 ``ParsedDocument.text`` is built here: the text of each block, blocks joined by a blank line
 ("\\n\\n"). The body is read in order: a paragraph styled "Heading N" (or "Title") is a heading
 of level N that opens a section; a list paragraph (a list style, or Word's numbering) is a list
-item; any other paragraph with text is a paragraph; each table row is a table row, its cells
-joined by " | " (a merged cell once). Line breaks inside a paragraph stay "\\n". Left out: page
-headers and footers (the same on every page), footnotes, comments, text boxes and pictures.
+item, written after "- " indented two spaces a nesting level; any other paragraph with text is a
+paragraph; each table row is a table row, its cells joined by " | " (a merged cell once). Line
+breaks inside a paragraph stay "\\n". Left out: page headers and footers (the same on every
+page), footnotes, comments, text boxes and pictures.
 The title is the document's own (File > Properties), else its first "Title" paragraph.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ from windowrag_pg.parse import HeadingMark, ParseError, build_sections, require_
 from windowrag_pg.parse.types import Block, ParsedDocument
 
 BLOCK_SEPARATOR = "\n\n"
+LIST_MARKER = "- "
 ROW_CELL_SEPARATOR = " | "
 _HEADING_STYLE = re.compile(r"(?i)^heading\s*([1-9])$")
 _LIST_STYLE = re.compile(r"(?i)^list\b")
@@ -33,7 +35,7 @@ def parse_docx_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument
     length = 0
     first_title: str | None = None
 
-    def add(kind: str, text: str, level: int | None = None) -> None:
+    def add(kind: str, text: str, level: int | None = None, marker: str = "") -> None:
         nonlocal length
         text = text.strip().replace("\x00", "\ufffd")
         if not text:
@@ -41,6 +43,8 @@ def parse_docx_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument
         if parts:
             parts.append(BLOCK_SEPARATOR)
             length += len(BLOCK_SEPARATOR)
+        parts.append(marker)  # before the block, not in it (a list item's "- ")
+        length += len(marker)
         if level is not None:
             items.append(HeadingMark(length, level, " ".join(text.split())))
         parts.append(text)
@@ -59,7 +63,9 @@ def parse_docx_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument
                     first_title = " ".join(paragraph.text.split())
                 add("heading", paragraph.text, min(level, 6))
             elif _LIST_STYLE.match(style) or element.pPr is not None and element.pPr.numPr is not None:
-                add("list_item", paragraph.text)
+                # written as Markdown writes a list item, "- " indented two spaces a level: the
+                # reader sees the list, and the search tells a nested item's parent by the indents
+                add("list_item", paragraph.text, marker="  " * _list_level(element, style) + LIST_MARKER)
             else:
                 add("paragraph", paragraph.text)
         elif tag == "tbl":
@@ -74,6 +80,16 @@ def parse_docx_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument
     sections = require_blocks(build_sections(len(text), items), "docx")
     return ParsedDocument(text=text, sections=sections, format="docx",
                           title=title if title is not None else _core_title(document) or first_title)
+
+
+def _list_level(element, style: str) -> int:
+    """A list paragraph's nesting level from 0: Word's numbering level, else the style's number
+    ("List Bullet 2" is level 1)."""
+    numbering = element.pPr.numPr if element.pPr is not None else None
+    if numbering is not None and numbering.ilvl is not None and numbering.ilvl.val is not None:
+        return min(int(numbering.ilvl.val), 8)
+    number = re.search(r"(\d+)\s*$", style)
+    return min(max(int(number.group(1)) - 1, 0), 8) if number else 0
 
 
 def _open(data: bytes):

@@ -2,7 +2,8 @@
 
 HTML offsets are of no use to a reader, so the stored ``ParsedDocument.text`` is a plain text
 built here: the text of each block, whitespace collapsed to single spaces (kept as is inside
-``<pre>``), blocks joined by a blank line ("\\n\\n"). Block offsets point into that text.
+``<pre>``), blocks joined by a blank line ("\\n\\n"), a list item after "- " indented two spaces
+a nesting level. Block offsets point into that text.
 
 Blocks: ``h1``-``h6`` (headings, they open sections), ``p``, ``li`` (list items), ``tr`` (table
 rows, cells joined by " | "), ``pre`` (code; a ``<code>`` outside ``<pre>`` is inline code),
@@ -29,6 +30,7 @@ from windowrag_pg.parse import (
 from windowrag_pg.parse.types import Block, ParsedDocument
 
 BLOCK_SEPARATOR = "\n\n"
+LIST_MARKER = "- "
 ROW_CELL_SEPARATOR = " | "
 
 _HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
@@ -46,13 +48,15 @@ class _BlockCollector:
         self.items: list[Block | HeadingMark] = []
         self.first_title: str | None = None
 
-    def add(self, kind: str, block_text: str, heading_level: int | None = None) -> None:
+    def add(self, kind: str, block_text: str, heading_level: int | None = None, marker: str = "") -> None:
         block_text = block_text.replace("\x00", "\ufffd")  # "&#0;" must not reach Postgres
         if not block_text.strip():
             return
         if self.parts:
             self.parts.append(BLOCK_SEPARATOR)
             self.length += len(BLOCK_SEPARATOR)
+        self.parts.append(marker)  # before the block, not in it (a list item's "- ")
+        self.length += len(marker)
         start = self.length
         self.parts.append(block_text)
         self.length += len(block_text)
@@ -111,7 +115,11 @@ def _collect_blocks(root: Tag, collector: _BlockCollector) -> None:
 
     def flush() -> None:
         if pending:
-            collector.add(kinds[-1], _collapse_spaces("".join(pending)))
+            # a list item is written as Markdown writes it, "- " indented two spaces a level: the
+            # reader sees the list, and the search tells a nested item's parent by the indents
+            depth = kinds.count("list_item")
+            marker = "  " * (depth - 1) + LIST_MARKER if kinds[-1] == "list_item" else ""
+            collector.add(kinds[-1], _collapse_spaces("".join(pending)), marker=marker)
             pending.clear()
 
     while stack:
