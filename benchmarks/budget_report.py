@@ -183,8 +183,7 @@ item "Unacceptable behavior includes, but is not limited to:". Of the 200 contex
 in any context, 3 / 1 / 1 / 1 held table rows whose header none sent, and 3 / 2 / 2 / 1 were a
 header row alone or ended on one. Since 0030 `candidate_sentences` returns each list item's
 lead-in (the sentence of its section right before the list; for a nested item, its parent item,
-found by the markers' indents; HTML keeps no indents, so a nested HTML item gets its list's
-lead-in) and each table row's header row (the row above the |---| row; an HTML or DOCX table's
+found by the markers' indents, which HTML and DOCX list items are now written with too) and each table row's header row (the row above the |---| row; an HTML or DOCX table's
 first row); a run that starts there pays for it (its tokens and a line break) and sends it in front, cited beside the run (`lead_start_char`,
 `lead_end_char`), and once only (not when another context holds it); a header row has no value
 of its own, like a heading. Then none of the three happens at any budget, for 10–15 tokens of
