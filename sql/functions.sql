@@ -694,9 +694,8 @@ END $$;
 -- A list item or table row also gets its lead (0030): for a table row below the header, the
 -- table's header row; for a nested list item, its parent item; for a list item, the sentence
 -- just before its list (the lead-in, "The plan does not cover:") when that is in its section:
--- its ordinal, offsets and tokens. A
--- context that starts inside the list or table is sent with its lead in front, so that
--- "| Plus | 90% |" or "Crowns" is read with what it means.
+-- its ordinal, offsets and tokens. A context that starts inside the list or table is sent with
+-- its lead in front, so that "| Plus | 90% |" or "Crowns" is read with what it means.
 -- Selection (which runs to send under a token budget, the gaps' tokens counted) happens in
 -- Python over these rows (windowrag_pg/segment/select.py).
 -- A new result column cannot be added by CREATE OR REPLACE: the function is dropped first
