@@ -5,7 +5,8 @@
   (segment/values.py); the exact best runs of sentences within the token budget are chosen
   (segment/select.py); a query the corpus does not answer is abstained on (min_relevance, and
   the cross-encoder over its best sentences where the relevance model is unsure: verify_below);
-  a second statement fetches the chosen text.
+  a second statement fetches the chosen text, a run that starts inside a list or table with its
+  lead in front (the list's lead-in or the table's header row: select.run_leads).
 - ``selection="windows"``: fixed ±window windows merged in SQL (windowrag.search_windows), then
   optionally the cross-encoder and the sentence-count RSE (``rse=``), then the budget cuts the
   ranked list. Kept for comparison (the evaluation's `windows` preset).
