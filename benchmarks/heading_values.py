@@ -47,17 +47,30 @@ def measure(candidates, heading: list[bool], *, query_idf: float, background: fl
             "value": float(sum(selection.probabilities[i] for i in sent if not heading[i]))}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def argument_parser(doc: str) -> argparse.ArgumentParser:
+    """--collection, --queries (JSON lines with "query"), --budgets and --url: the options of the
+    scripts that compare two selections over the same candidates (this one, list_table_leads.py)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--collection", default="handbook")
     parser.add_argument("--queries", type=Path, default=HERE / "queries" / "handbook_questions.jsonl")
     parser.add_argument("--budgets", default="256,512,700,1200,2048")
     parser.add_argument("--url", default=None, help="database URL (default: the embedded server of WINDOWRAG_HOME)")
-    args = parser.parse_args()
+    return parser
+
+
+def open_collection(args: argparse.Namespace):
+    """(connection, a pipeline over args.collection, its embedder, the distinct queries)."""
     conn = connect(args.url or start_embedded(), autocommit=True)
-    pipeline = Pipeline(conn, collection=args.collection, embedder=get_embedder())
+    embedder = get_embedder()
+    pipeline = Pipeline(conn, collection=args.collection, embedder=embedder)
     with args.queries.open(encoding="utf-8") as lines:
         queries = list(dict.fromkeys(json.loads(line)["query"] for line in lines if line.strip()))
+    return conn, pipeline, embedder, queries
+
+
+def main() -> int:
+    args = argument_parser(__doc__).parse_args()
+    conn, pipeline, _, queries = open_collection(args)
     search = PipelineOptions().candidate_search()
     budgets = [int(b) for b in args.budgets.split(",")]
     rows: dict[tuple[int, str], list[dict]] = {}

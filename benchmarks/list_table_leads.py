@@ -25,7 +25,6 @@ and gives the paired median difference with a bootstrap 95% interval. A report, 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import statistics
@@ -33,14 +32,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from windowrag_pg.db.connection import connect
-from windowrag_pg.db.embedded import start_embedded
+from heading_values import argument_parser, open_collection  # benchmarks/heading_values.py
+
 from windowrag_pg.db.sqlfiles import load_frozen_sql
-from windowrag_pg.embed import get_embedder
-from windowrag_pg.pipeline import Pipeline, PipelineOptions
+from windowrag_pg.pipeline import PipelineOptions
 from windowrag_pg.segment.select import choose_segments, run_leads
 
-HERE = Path(__file__).resolve().parent
 SELECTIONS = ("no leads", "leads (0030)")
 
 
@@ -101,19 +98,11 @@ def sql_timing(conn, embedder, collection: str, queries: list[str]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--collection", default="handbook")
-    parser.add_argument("--queries", type=Path, default=HERE / "queries" / "handbook_questions.jsonl")
-    parser.add_argument("--budgets", default="256,512,700,1200,2048")
-    parser.add_argument("--url", default=None, help="database URL (default: the embedded server of WINDOWRAG_HOME)")
+    parser = argument_parser(__doc__)
     parser.add_argument("--timing", type=Path, default=None, help="also time the SQL with these queries added")
     parser.add_argument("--timing-limit", type=int, default=250)
     args = parser.parse_args()
-    conn = connect(args.url or start_embedded(), autocommit=True)
-    embedder = get_embedder()
-    pipeline = Pipeline(conn, collection=args.collection, embedder=embedder)
-    with args.queries.open(encoding="utf-8") as lines:
-        queries = list(dict.fromkeys(json.loads(line)["query"] for line in lines if line.strip()))
+    conn, pipeline, embedder, queries = open_collection(args)
     search = PipelineOptions().candidate_search()
     budgets = [int(b) for b in args.budgets.split(",")]
     rows: dict[tuple[int, str], list[dict]] = {}

@@ -139,26 +139,31 @@ def test_the_documented_flags_of_windowrag_commands_exist():
     assert not unknown, unknown
 
 
+def ingest_the_samples(home: Path) -> None:
+    """The bundled Markdown samples into collection "docs" of HOME's embedded server."""
+    samples = sorted(str(path) for path in (REPO / "windowrag_pg" / "samples").glob("*.md"))
+    ingested = subprocess.run([sys.executable, "-m", "windowrag_pg.cli", "ingest", *samples, "--collection", "docs"],
+                              cwd=REPO, env={**os.environ, "WINDOWRAG_HOME": str(home)}, capture_output=True,
+                              text=True, timeout=600)
+    assert ingested.returncode == 0, ingested.stderr[-3000:]
+
+
 @pytest.mark.slow
 def test_list_table_leads_runs_on_the_samples(tmp_path):
     """benchmarks/list_table_leads.py on the bundled Markdown samples: at 30 tokens, without leads,
     contexts start inside the time-off list without its lead-in and hold the equipment table's
     rows without their header; with them (0030), none."""
     home = tmp_path / "leads"
-    environment = {**os.environ, "WINDOWRAG_HOME": str(home)}
     try:
-        samples = sorted(str(path) for path in (REPO / "windowrag_pg" / "samples").glob("*.md"))
-        ingested = subprocess.run([sys.executable, "-m", "windowrag_pg.cli", "ingest", *samples, "--collection", "docs"],
-                                  cwd=REPO, env=environment, capture_output=True, text=True, timeout=600)
-        assert ingested.returncode == 0, ingested.stderr[-3000:]
+        ingest_the_samples(home)
         queries = tmp_path / "queries.jsonl"
         queries.write_text('{"query": "What is the budget for a monitor?"}\n{"query": "How long is parental leave?"}\n'
                            '{"query": "Are sick days counted against time off?"}\n')
         result = run_script("list_table_leads.py", "--collection", "docs", "--queries", str(queries), "--budgets", "30",
                             home=home)
         assert result.returncode == 0, result.stderr[-3000:]
-        rows = {line.split("|")[2].strip(): [cell.strip() for cell in line.split("|")] for line in result.stdout.splitlines()
-                if line.startswith("| 30 |")}
+        rows = {line.split("|")[2].strip(): [cell.strip() for cell in line.split("|")]
+                for line in result.stdout.splitlines() if line.startswith("| 30 |")}
         missing = lambda row: [int(row[i]) for i in (4, 5, 6)]  # noqa: E731 (lead-in, header, ending on a header)
         assert sum(missing(rows["no leads"])) > 0
         assert missing(rows["leads (0030)"]) == [0, 0, 0] and float(rows["leads (0030)"][7]) > 0
@@ -166,16 +171,13 @@ def test_list_table_leads_runs_on_the_samples(tmp_path):
         stop_servers(home)
 
 
+@pytest.mark.slow
 def test_heading_values_runs_on_the_samples(tmp_path):
     """benchmarks/heading_values.py on the bundled Markdown samples: at 30 tokens the dental
     question sent bare headings while headings were valued as sentences, and sends none now."""
     home = tmp_path / "headings"
-    environment = {**os.environ, "WINDOWRAG_HOME": str(home)}
     try:
-        samples = sorted(str(path) for path in (REPO / "windowrag_pg" / "samples").glob("*.md"))
-        ingested = subprocess.run([sys.executable, "-m", "windowrag_pg.cli", "ingest", *samples, "--collection", "docs"],
-                                  cwd=REPO, env=environment, capture_output=True, text=True, timeout=600)
-        assert ingested.returncode == 0, ingested.stderr[-3000:]
+        ingest_the_samples(home)
         queries = tmp_path / "queries.jsonl"
         queries.write_text('{"query": "How much does the company pay towards dental insurance?"}\n')
         result = run_script("heading_values.py", "--collection", "docs", "--queries", str(queries), "--budgets", "30",
