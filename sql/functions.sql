@@ -810,11 +810,18 @@ BEGIN
     CROSS JOIN LATERAL (SELECT sec.heading_path, sec.first_sentence, sec.last_sentence FROM windowrag.sections sec
                         WHERE sec.id = s.section_id OFFSET 0) sec
     -- the list or table a list item or table row is in begins after the last other unit of its
-    -- section before it (one backward probe of (document_id, ordinal))
+    -- section before it (one backward probe of (document_id, ordinal)), looked for among the 200
+    -- units above it: an item further down a longer list has no lead (a scan of each candidate's
+    -- whole list made a query on a page of thousands of links cost tens of milliseconds more)
     LEFT JOIN LATERAL (
-        SELECT max(b.ordinal) AS ordinal FROM windowrag.sentences b
+        SELECT max(b.ordinal) AS ordinal, greatest(sec.first_sentence, s.ordinal - 200) AS lowest,
+               -- its first unit, when known
+               coalesce(max(b.ordinal) + 1,
+                        CASE WHEN s.ordinal - 200 <= sec.first_sentence THEN sec.first_sentence END) AS first_unit
+        FROM windowrag.sentences b
         WHERE s.kind IN ('list_item', 'table_row') AND b.document_id = s.document_id
-          AND b.ordinal >= sec.first_sentence AND b.ordinal < s.ordinal AND b.kind <> s.kind
+          AND b.ordinal >= greatest(sec.first_sentence, s.ordinal - 200) AND b.ordinal < s.ordinal
+          AND b.kind <> s.kind
     ) before_block ON true
     -- a list item's marker indent: what precedes "- " or "1." on its line (the end of the gap
     -- before it); a nested item's lead is its parent item, the nearest item above it in the list
@@ -832,7 +839,7 @@ BEGIN
         FROM (SELECT b.ordinal, b.kind, lead(b.gap) OVER (ORDER BY b.ordinal DESC) AS gap_before
               FROM windowrag.sentences b
               WHERE marker.indent > 0 AND b.document_id = s.document_id
-                AND b.ordinal BETWEEN coalesce(before_block.ordinal, sec.first_sentence) AND s.ordinal - 1
+                AND b.ordinal BETWEEN coalesce(before_block.ordinal, before_block.lowest) AND s.ordinal - 1
               ORDER BY b.ordinal DESC) x
         WHERE x.kind = 'list_item'
           AND length(substring(x.gap_before FROM '([[:blank:]>]*)[^\n]*$')) < marker.indent
@@ -842,6 +849,7 @@ BEGIN
         SELECT CASE
             -- a nested item's parent, or the lead-in: the unit of the section right before the list
             WHEN s.kind = 'list_item' THEN coalesce(parent.ordinal, before_block.ordinal)
+            -- (a list that starts above the 200 units looked at: no lead-in is known)
             -- the header: the nearest row above in the same table followed by the |---| row
             -- (two tables with nothing between them are told apart by it); a header has none.
             -- Without a |---| row (HTML, DOCX: their text has none), the table's first row.
@@ -849,10 +857,10 @@ BEGIN
                  AND NOT coalesce(s.gap LIKE '%|%' AND s.gap ~ '^[[:space:]>|:]*-[[:space:]>|:-]*$', false) THEN
                 coalesce((SELECT max(h.ordinal) FROM windowrag.sentences h
                           WHERE h.document_id = s.document_id AND h.kind = 'table_row'
-                            AND h.ordinal > coalesce(before_block.ordinal, sec.first_sentence - 1)
+                            AND h.ordinal > coalesce(before_block.ordinal, before_block.lowest - 1)
                             AND h.ordinal < s.ordinal
                             AND h.gap LIKE '%|%' AND h.gap ~ '^[[:space:]>|:]*-[[:space:]>|:-]*$'),
-                         nullif(least(coalesce(before_block.ordinal + 1, sec.first_sentence), s.ordinal), s.ordinal))
+                         CASE WHEN before_block.first_unit < s.ordinal THEN before_block.first_unit END)
             END AS ordinal
     ) lead_at
     LEFT JOIN LATERAL (

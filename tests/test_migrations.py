@@ -494,6 +494,22 @@ def test_0030_candidate_sentences_returns_the_leads_down_and_up(db_url, embedder
         assert "lead-in" in comment()
 
 
+def test_a_lead_in_is_looked_for_among_the_200_units_above_an_item(db_url, embedder):
+    """The block a list item is in is found by a backward scan, bounded so that a page of
+    thousands of items costs a query no more than 200 units each: an item further down has no
+    lead-in; one within reach has it."""
+    items = [f"- Part {i} is a plain washer.\n" for i in range(1, 211)]
+    items[2], items[204] = "- Part 3 is the blue sprocket.\n", "- Part 205 is the red flange.\n"
+    text = "# Parts\n\nThe parts we stock:\n\n" + "".join(items)
+    with candidates_of_markdown(db_url, embedder, "lead_scan_test", text, "blue sprocket") as (conn, rows, _):
+        leads = {text[row[6]:row[7]]: row[23] for row in rows()}  # unit → its lead's start
+        assert leads["Part 3 is the blue sprocket."] == text.index("The parts we stock:")
+        vector = str(embedder.embed_query("red flange").tolist())
+        far = conn.execute("SELECT start_char, lead_ordinal FROM windowrag.candidate_sentences('c', 'red flange',"
+                           " %s::vector)", [vector]).fetchall()
+        assert (text.index("Part 205"), None) in far
+
+
 def test_a_view_of_the_users_over_a_changed_function_holds_the_migration_back_and_says_so(db_url, embedder):
     """0029 drops and creates again candidate_sentences (a new result column): a view of the user's
     over it makes Postgres refuse. The upgrade names the view and what to do, and changes nothing;
