@@ -122,6 +122,7 @@ def test_markup_between_sentences_can_make_two_runs_cheaper_than_one():
 @pytest.mark.parametrize("bad, message", [
     (dict(gaps=[1, 2]), "must be equal 1-d shapes"), (dict(gaps=[0, -1, 0]), "gaps must be >= 0"),
     (dict(gaps=[0.5, 0, 0]), "gaps must be whole numbers"), (dict(tokens=[1, -2, 3]), "tokens must be >= 0"),
+    (dict(leads=[0, -1, 0]), "leads must be >= 0"), (dict(leads=[0, 0]), "leads \\(2,\\) must be equal"),
 ])
 def test_bad_token_counts_are_named(bad, message):
     arguments = dict(values=[0.5, 0.5, 0.5], tokens=[1, 2, 3], continues=[False, True, True]) | bad
