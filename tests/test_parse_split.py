@@ -416,6 +416,18 @@ def test_html_sections_blocks_and_text() -> None:
     assert "\n\n- Cleanings twice a year\n\n- Braces\n\n  - for kids\n\nPlan | Cost" in doc.text
 
 
+def test_html_paragraphs_of_a_list_item_are_the_item() -> None:
+    """A loose list (each item's text in <p>s, as Markdown renderers write it) is a list too: its
+    paragraphs are list items, the first after the marker, the next indented under it."""
+    doc, units = parse_and_split("<p>We cover:</p><ul><li><p>Dental care.</p><p>Twice a year.</p></li>"
+                                 "<li><p>Glasses.</p></li></ul><p>Ask HR.</p>", "html")
+    assert [(u.kind, u.text) for u in units] == [
+        ("sentence", "We cover:"), ("list_item", "Dental care."), ("list_item", "Twice a year."),
+        ("list_item", "Glasses."), ("sentence", "Ask HR."),
+    ]
+    assert doc.text == "We cover:\n\n- Dental care.\n\n  Twice a year.\n\n- Glasses.\n\nAsk HR."
+
+
 def test_malformed_html_still_parses() -> None:
     html = "<p>Unclosed <b>bold <table><tr><td>a<td>b</tr><h3>Deep</h3>" + "<div>" * 3000 + "end"
     doc, units = parse_and_split(html, "html")

@@ -5,8 +5,9 @@ built here: the text of each block, whitespace collapsed to single spaces (kept 
 ``<pre>``), blocks joined by a blank line ("\\n\\n"), a list item after "- " indented two spaces
 a nesting level. Block offsets point into that text.
 
-Blocks: ``h1``-``h6`` (headings, they open sections), ``p``, ``li`` (list items), ``tr`` (table
-rows, cells joined by " | "), ``pre`` (code; a ``<code>`` outside ``<pre>`` is inline code),
+Blocks: ``h1``-``h6`` (headings, they open sections), ``p``, ``li`` (list items: the blocks inside
+one, its ``p``s and nested lists, are list items too), ``tr`` (table rows, cells joined by
+" | "), ``pre`` (code; a ``<code>`` outside ``<pre>`` is inline code),
 ``blockquote``, ``dt``/``dd``, and any text sitting directly in other block containers (``div``,
 ``section``, ``body``...). Text before a nested block and text after it become separate blocks.
 Dropped: ``script``, ``style``, ``nav``, ``noscript``, ``template``, ``svg``, ``iframe``,
@@ -109,24 +110,32 @@ def _space_breaks(soup: BeautifulSoup) -> None:
 def _collect_blocks(root: Tag, collector: _BlockCollector) -> None:
     """Walk the tree in document order (iteratively: malformed HTML can nest very deeply)."""
     pending: list[str] = []  # inline text of the innermost open block container
-    kinds = ["paragraph"]  # block kind of each open container, innermost last
+    # each open container, innermost last: "li" (a list item), "list_item" (a block inside one:
+    # its <p>s and nested lists are the item's text), "paragraph"
+    kinds = ["paragraph"]
+    items_written: list[bool] = []  # for each open <li>: has a block of it been written yet
     # Stack of (node, closing): closing=True marks the end of a block container.
     stack: list[tuple[PageElement, bool]] = [(child, False) for child in reversed(root.contents)]
 
     def flush() -> None:
         if pending:
-            # a list item is written as Markdown writes it, "- " indented two spaces a level: the
-            # reader sees the list, and the search tells a nested item's parent by the indents
-            depth = kinds.count("list_item")
-            marker = "  " * (depth - 1) + LIST_MARKER if kinds[-1] == "list_item" else ""
-            collector.add(kinds[-1], _collapse_spaces("".join(pending)), marker=marker)
+            # a list item is written as Markdown writes it, "- " indented two spaces a level (its
+            # later paragraphs indented without the marker): the reader sees the list, and the
+            # search tells a nested item's parent by the indents
+            kind, marker = ("list_item", "") if kinds[-1] in ("li", "list_item") else (kinds[-1], "")
+            if kind == "list_item" and items_written:
+                depth = len(items_written)
+                marker = "  " * depth if items_written[-1] else "  " * (depth - 1) + LIST_MARKER
+                items_written[-1] = True
+            collector.add(kind, _collapse_spaces("".join(pending)), marker=marker)
             pending.clear()
 
     while stack:
         node, closing = stack.pop()
         if closing:
             flush()
-            kinds.pop()
+            if kinds.pop() == "li":
+                items_written.pop()
             continue
         if isinstance(node, NavigableString):
             # Comments, doctypes, CDATA and processing instructions are PreformattedStrings.
@@ -152,7 +161,11 @@ def _collect_blocks(root: Tag, collector: _BlockCollector) -> None:
             collector.add("table_row", _row_text(node))
         elif name in HTML_BLOCK_TAGS:
             flush()
-            kinds.append("list_item" if name in _LIST_ITEM_TAGS else "paragraph")
+            if name in _LIST_ITEM_TAGS:
+                kinds.append("li")
+                items_written.append(False)
+            else:
+                kinds.append("list_item" if kinds[-1] in ("li", "list_item") else "paragraph")
             stack.append((node, True))
             stack.extend((child, False) for child in reversed(node.contents))
         else:  # inline element: its text joins the running text
