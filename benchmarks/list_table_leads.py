@@ -32,6 +32,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from psycopg import sql
+
 from heading_values import argument_parser, open_collection  # benchmarks/heading_values.py
 
 from windowrag_pg.db.sqlfiles import load_frozen_sql
@@ -78,14 +80,14 @@ def sql_timing(conn, embedder, collection: str, queries: list[str]) -> str:
     """candidate_sentences (live) against 0029's, interleaved; the paired median difference."""
     frozen = load_frozen_sql("0030_functions").split("COMMENT ON FUNCTION")[0]
     conn.execute(frozen.replace("windowrag.candidate_sentences(", "pg_temp.candidate_sentences_0029("))
-    functions = ("windowrag.candidate_sentences", "pg_temp.candidate_sentences_0029")
-    times: dict[str, list[float]] = {name: [] for name in functions}
+    functions = (("windowrag", "candidate_sentences"), ("pg_temp", "candidate_sentences_0029"))
+    times: dict[tuple[str, str], list[float]] = {name: [] for name in functions}
     for i, query in enumerate(queries):
         vector = str(embedder.embed_query(query).tolist())
         for name in functions if i % 2 == 0 else functions[::-1]:
+            statement = sql.SQL("SELECT * FROM {}(%s, %s, %s::vector)").format(sql.Identifier(*name))
             started = time.perf_counter()
-            conn.execute(f"SELECT * FROM {name}(%s, %s, %s::vector)", [collection, query, vector],
-                         prepare=False).fetchall()
+            conn.execute(statement, [collection, query, vector], prepare=False).fetchall()
             times[name].append((time.perf_counter() - started) * 1000)
     live, before = (times[name][20:] for name in functions)  # the first 20: warm-up
     differences = [a - b for a, b in zip(live, before)]
