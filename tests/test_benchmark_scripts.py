@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import re
 import subprocess
@@ -167,6 +168,37 @@ def test_list_table_leads_runs_on_the_samples(tmp_path):
         missing = lambda row: [int(row[i]) for i in (4, 5, 6)]  # noqa: E731 (lead-in, header, ending on a header)
         assert sum(missing(rows["no leads"])) > 0
         assert missing(rows["leads (0030)"]) == [0, 0, 0] and float(rows["leads (0030)"][7]) > 0
+    finally:
+        stop_servers(home)
+
+
+@pytest.mark.slow
+def test_html_table_rows_runs_on_a_page_with_a_raw_html_table(tmp_path):
+    """benchmarks/html_table_rows.py on one Markdown page with a raw HTML table (a blank line in a
+    cell, as Google Docs exports write them): its contexts hold table rows, none begins or ends
+    inside a row, none lacks the table's first row."""
+    home = tmp_path / "html-rows"
+    rows = "".join(f"  <tr>\n   <td>{system}\n   </td>\n   <td>\n<p>\nKept for {period}.\n\n<p>\nThen deleted.\n"
+                   f"   </td>\n  </tr>\n" for system, period in [("Slack messages", "1 year"), ("Zoom recordings", "30 days"),
+                                                          ("Qualys scan results", "6 months")])
+    page = ("# Data retention\n\nEach system keeps its data as follows.\n\n<table>\n  <tr>\n   <td><strong>System"
+            "</strong>\n   </td>\n   <td><strong>Retention</strong>\n   </td>\n  </tr>\n" + rows + "</table>\n")
+    documents = tmp_path / "documents.jsonl"
+    documents.write_text(json.dumps({"id": "retention.md", "format": "markdown", "text": page}) + "\n")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"query": "How long are Zoom recordings kept?"}\n{"query": "When are scan results deleted?"}\n')
+    try:
+        ingested = subprocess.run([sys.executable, "-m", "windowrag_pg.cli", "ingest", str(documents), "--collection",
+                                   "docs"], cwd=REPO, env={**os.environ, "WINDOWRAG_HOME": str(home)},
+                                  capture_output=True, text=True, timeout=600)
+        assert ingested.returncode == 0, ingested.stderr[-3000:]
+        result = run_script("html_table_rows.py", "--collection", "docs", "--documents", str(documents),
+                            "--queries", str(queries), "--budgets", "60,120", home=home)
+        assert result.returncode == 0, result.stderr[-3000:]
+        table = [[int(cell.replace(",", "")) for cell in line.strip("| ").split(" | ")]
+                 for line in result.stdout.splitlines() if re.match(r"\| \d", line)]
+        assert [row[0] for row in table] == [60, 120]
+        assert all(row[2] > 0 and row[3:] == [0, 0, 0] for row in table), result.stdout
     finally:
         stop_servers(home)
 

@@ -461,6 +461,28 @@ def test_html_table_rows_and_nested_list_items_have_their_leads(conn, collection
     assert leads["Be patient."] == leads["Be respectful. Unacceptable behavior includes:"] == "We encourage you to:"
 
 
+def test_a_raw_html_table_in_markdown_leads_its_rows_with_its_first_row(conn, collection_name, embedder):
+    """Markdown pages exported from Google Docs hold their tables as raw HTML (48 of the
+    handbook's 834 pages): each row is one unit and the table's first row leads it, as in an
+    HTML document; the markup between the cells is the document's own text and is sent."""
+    page = ("# Data retention\n\nEach system keeps its data as follows.\n\n<table>\n  <tr>\n"
+            "   <td><strong>System</strong>\n   </td>\n   <td><strong>Retention period</strong>\n   </td>\n"
+            "  </tr>\n  <tr>\n   <td>Slack messages\n   </td>\n   <td>1 year\n   </td>\n  </tr>\n"
+            "  <tr>\n   <td>Qualys vulnerability scan results\n   </td>\n   <td>6 months\n   </td>\n  </tr>\n"
+            "</table>\n")
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
+        [SourceDocument(external_id="retention.md", format="markdown", text=page)])
+    result = Pipeline(conn, collection=collection_name, embedder=embedder).search(
+        "How long are Qualys vulnerability scan results kept?", token_budget=60, min_relevance=None)
+    (context,) = [c for c in result.contexts if "Qualys" in c.text]
+    header = "<strong>System</strong>\n   </td>\n   <td><strong>Retention period</strong>"
+    assert context.text == f"{header}\nQualys vulnerability scan results\n   </td>\n   <td>6 months"
+    citation = context.citation
+    assert page[citation.lead_start_char:citation.lead_end_char] == header
+    assert page[citation.start_char:citation.end_char] == context.text.removeprefix(context.lead)
+    assert sum(embedder.count_tokens([c.text for c in result.contexts])) <= 60
+
+
 def test_a_small_budget_is_not_spent_on_bare_headings(conn, samples_collection, embedder):
     """At 30 tokens the dental question got its answer and four contexts that were a heading
     alone ("Health insurance", "Benefits", ...): a heading has no value of its own since 0029, so

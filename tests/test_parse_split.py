@@ -986,14 +986,35 @@ After the HTML, Markdown again.
     assert [(u.kind, u.text) for u in units] == [
         ("heading", "Usage"),
         ("sentence", "Press the <kbd>Tab</kbd> key to complete."),
-        ("sentence", "<strong>Informed</strong>"),
-        ("sentence", "Think about how the change lands."),
-        ("sentence", "Then say so."),
+        ("table_row", "<strong>Informed</strong>\n   </td>\n   <td>Think about how the change lands. Then say so."),
         ("sentence", "Price is 3<?"),
         ("sentence", "Then the text goes on."),
         ("sentence", "After the HTML, Markdown again."),
     ]
     assert all(doc.text[u.start_char:u.end_char] == u.text for u in units)
+
+
+def test_a_raw_html_table_runs_to_its_close_across_blank_lines():
+    """markdown-it ends an HTML block at a blank line, and Google Docs exports put blank lines
+    inside cells: the rest of the row came out as paragraphs (a run could start there, and the
+    rows after took the wrong first row for their header). A table runs to its </table>; what
+    markdown-it parsed in between is the cells' text. A table never closed ends with its block."""
+    text = (
+        "<table>\n  <tr>\n   <td>Zoom\n   </td>\n   <td>\n<ul>\n\n<li>Deletes recordings after 30 days.\n\n"
+        "<li>Admins recover them from the trash.\n</li>\n</ul>\n   </td>\n  </tr>\n  <tr>\n   <td>Chorus\n"
+        "   </td>\n   <td>Kept indefinitely.\n\n- a list item in a cell\n\n## Not a heading\n   </td>\n"
+        "  </tr>\n</table>\n\nAfter the table.\n\n<table><tr><td>Never closed.\n\nA paragraph again.\n"
+    )
+    doc, units = parse_and_split(text)
+    assert [(u.kind, u.text) for u in units] == [
+        ("table_row", "Zoom\n   </td>\n   <td>\n<ul>\n\n<li>Deletes recordings after 30 days.\n\n"
+                      "<li>Admins recover them from the trash."),
+        ("table_row", "Chorus\n   </td>\n   <td>Kept indefinitely.\n\n- a list item in a cell\n\n## Not a heading"),
+        ("sentence", "After the table."),
+        ("table_row", "Never closed."),
+        ("sentence", "A paragraph again."),
+    ]
+    assert [section.heading_path for section in doc.sections] == [()]
 
 
 def test_raw_html_in_a_list_item_or_a_quote_leaves_their_markers_out() -> None:
@@ -1080,5 +1101,29 @@ def test_raw_html_units_keep_whole_tag_pairs_or_none() -> None:
     )
     _, units = parse_and_split(text)
     assert [u.text for u in units] == [
-        "About the company", "Enterprise", "(P5)", "<strong>Last Revised: </strong>July 27, 2022",
+        "About the company",
+        "<strong>Enterprise<br>(P5)</strong></td><td><strong>Last Revised: </strong>July 27, 2022",
     ]
+
+
+def test_a_raw_html_table_row_is_one_unit_from_its_first_cell_to_its_last():
+    """A row is what a table says (Markdown's "| a | b |" rows are units too): its cells, a
+    <br> or a list in one of them, were units of their own, a run could start at the third
+    cell, and the table's header could not lead its rows. The slice keeps the markup between
+    the cells; a tag the first cell opens goes in when the row closes it, not otherwise."""
+    text = (
+        "Retention:\n\n<table>\n  <tr>\n   <td><strong>System</strong>\n   </td>\n"
+        "   <th>Retention<br>period</th>\n  </tr>\n  <tr>\n   <td><em>Slack\n   </td>\n"
+        "   <td>\n<ul>\n<li>Messages: 1 year</li>\n<li>Files: 90 days</li></ul>\n   </td>\n  </tr>\n"
+        "  <tr><td>Qualys<td>6 months</table>\n<table><tr><td>Second table</td></tr></table>\n\nAfter.\n"
+    )
+    doc, units = parse_and_split(text)
+    assert [(u.kind, u.text) for u in units] == [
+        ("sentence", "Retention:"),
+        ("table_row", "<strong>System</strong>\n   </td>\n   <th>Retention<br>period"),
+        ("table_row", "Slack\n   </td>\n   <td>\n<ul>\n<li>Messages: 1 year</li>\n<li>Files: 90 days"),
+        ("table_row", "Qualys<td>6 months"),
+        ("table_row", "Second table"),
+        ("sentence", "After."),
+    ]
+    assert all(doc.text[u.start_char:u.end_char] == u.text for u in units)

@@ -97,8 +97,9 @@ class IngestReport:
 # document stored under another version (or another unit setting) is parsed again on its next
 # ingest, and rewritten only when its units or sections came out different.
 # 2: raw HTML in Markdown, "Dr."/"v.", wrapped plain text; 3: PDF page furniture, page breaks,
-# hyphenation, ligatures, outline sections; HTML pages read from their <main>.
-UNITS_VERSION = 3
+# hyphenation, ligatures, outline sections; HTML pages read from their <main>; 4: a raw HTML
+# table row in Markdown is one unit, HTML and DOCX list items are written with their markers.
+UNITS_VERSION = 4
 
 
 def content_hash(source: SourceDocument, *, units: Any = None) -> str:

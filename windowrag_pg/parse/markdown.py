@@ -9,9 +9,12 @@ content locates the exact start inside the first line (after ``#``, ``-``, ``1.`
   the heading text without its markers.
 - Paragraphs are "paragraph" blocks (split into sentences later); paragraphs inside a list item
   are "list_item" blocks; paragraphs in a blockquote are paragraphs. A raw HTML block gives the
-  runs of text between its block-level tags (a cell, an item, a div's text) as paragraphs, without
-  the markup around them: `</div>\n<div class="item">` alone is not a sentence. HTML comments,
-  and the content of scripts, styles and the other elements the HTML parser drops, are skipped.
+  runs of text between its block-level tags (an item, a div's text) as paragraphs, without the
+  markup around them: `</div>\n<div class="item">` alone is not a sentence. A table row (`<tr>`)
+  is one "table_row" block from its first cell's text to its last's, as a Markdown table's row
+  is (the markup between its cells is the document's text, so it stays in the slice). HTML
+  comments, and the content of scripts, styles and the other elements the HTML parser drops, are
+  skipped.
 - Each table row (header included, the ``|---|`` delimiter row excluded) is a "table_row" block.
 - Fenced code keeps only the lines between the fences; indented code keeps its lines.
 - YAML front matter (``---`` ... ``---`` at the very top) is not content: its lines are blanked
@@ -56,6 +59,8 @@ _HTML_MARKUP_RE = re.compile(
 # Tags that end a run of text (the HTML parser's block tags, rows, headings, breaks and images);
 # inline tags (<kbd>, <strong>, <a>) stay inside the text they mark.
 _HTML_BREAKING_TAGS = HTML_BLOCK_TAGS | {"br", "img", "pre", "tr", "h1", "h2", "h3", "h4", "h5", "h6"}
+# Where raw HTML tables open and close (a table left open by a block runs on to its close).
+_HTML_TABLE_TAG_RE = re.compile(r"<(/?)table\b[^>]*>", re.IGNORECASE)
 # Elements whose content is not text (the HTML parser's): skipped to their closing tag, whatever
 # they hold ("<!--" in a script is not a comment).
 _HTML_SKIPPED_CLOSERS = {name: re.compile(rf"</{name}\s*>", re.IGNORECASE) for name in HTML_DROPPED_TAGS}
@@ -96,14 +101,19 @@ def parse_markdown(text: str, *, title: str | None = None) -> ParsedDocument:
     items: list[Block | HeadingMark] = []
     containers: list[str] = []  # open list items / blockquotes, innermost last
     first_title: str | None = None
+    # A raw HTML table runs to its </table> although markdown-it ends an HTML block at a blank
+    # line: what it parses between (a cell's paragraphs and lists) is the table's text
+    html_table_until = 0  # the line after the open table's end
     for index, token in enumerate(tokens):
         kind = token.type
         if kind in ("list_item_open", "blockquote_open"):
             containers.append(kind.removesuffix("_open"))
-            if _skipped_for_nesting(tokens, index):
+            if _skipped_for_nesting(tokens, index) and token.map[0] >= html_table_until:
                 items.extend(_skipped_lines(text, lines, token))
         elif kind in ("list_item_close", "blockquote_close"):
             containers.pop()
+        elif token.map and token.map[0] < html_table_until:
+            continue
         elif kind == "heading_open" and token.map:
             inline = tokens[index + 1]
             level = int(token.tag[1:])
@@ -123,7 +133,8 @@ def parse_markdown(text: str, *, title: str | None = None) -> ParsedDocument:
         elif kind in ("fence", "code_block") and token.map:
             items.extend(_block("code", text, _code_span(lines, token)))
         elif kind == "html_block" and token.map and not _is_html_comment(token.content):
-            items.extend(_html_block(text, lines, token, containers))
+            html_table_until = _html_table_end_line(text, lines, token)
+            items.extend(_html_block(text, lines, token, containers, html_table_until))
     sections = require_blocks(build_sections(len(text), items), "markdown")
     return ParsedDocument(
         text=text, sections=sections, title=title if title is not None else first_title,
@@ -138,11 +149,18 @@ def html_text_blocks(text: str, start: int, end: int, *, markers: Sequence[tuple
     in it, with those opened just before its first word and closed in it, and those it opened
     closed just after its last ("<strong>Revised:</strong> July 27", not "Revised:</strong> July
     27"; a tag closed in another run is left to it); markup with no text
-    between (closing and opening divs, rows, images) gives no block. The content of <script>,
-    <style> and the like is skipped. ``markers`` are ranges that are not content either (the
-    blockquote markers of a quoted HTML block's lines); they cut runs as block tags do.
+    between (closing and opening divs, rows, images) gives no block. The runs of one <tr> make one
+    "table_row" block (with the markup between them; a tag the row's first run opened before its
+    text is in it when the row closes it). The content of <script>, <style> and the like is
+    skipped. ``markers`` are ranges that are not content either (the blockquote markers of a
+    quoted HTML block's lines); they cut runs as block tags do.
     """
     blocks: list[Block] = []
+    row: list[int] = []  # inside a <tr>: the start and end of its runs so far (the row is one block)
+    in_row = False
+    # the row's first run opened inline tags before its first word and did not close them: where
+    # the first tag starts, and the tags still open (closed later in the row, they go in the row)
+    row_opening: list[tuple[int, list[str]]] = []
     run: list[int] = []  # start and end of the current run, and where its first word starts
     leading: list[tuple[str, int]] = []  # inline tags opened since the last cut, before any text
     opened: list[tuple[str, bool]] = []  # inline tags opened in the run (True: before its text)
@@ -151,10 +169,36 @@ def html_text_blocks(text: str, start: int, end: int, *, markers: Sequence[tuple
         if run:
             # a tag opened before the first word and not closed in the run: start at the word
             start_at = run[2] if any(before for _, before in opened) else run[0]
-            blocks.extend(_block("paragraph", text, (start_at, run[1])))
+            if in_row:
+                if not row and start_at != run[0]:
+                    row_opening[:] = [(run[0], [name for name, before in opened if before])]
+                row[:] = [row[0], run[1]] if row else [start_at, run[1]]
+            else:
+                blocks.extend(_block("paragraph", text, (start_at, run[1])))
             run.clear()
         leading.clear()
         opened.clear()
+
+    def end_row() -> None:
+        nonlocal in_row
+        cut()
+        if row:
+            blocks.extend(_block("table_row", text, (row[0], row[1])))
+            row.clear()
+        row_opening.clear()
+        in_row = False
+
+    def close_in_row(name: str, closed_at: int) -> None:
+        """A tag the row's first run left open, closed further on in the row: the row holds both."""
+        if row_opening and name in row_opening[0][1]:
+            row_opening[0][1].remove(name)
+            if not row_opening[0][1]:
+                row[0] = row_opening[0][0]
+                row_opening.clear()
+            if run:
+                run[1] = closed_at
+            else:
+                row[1] = max(row[1], closed_at)
 
     def add_text(a: int, b: int) -> None:
         if text[a:b].strip():
@@ -165,13 +209,14 @@ def html_text_blocks(text: str, start: int, end: int, *, markers: Sequence[tuple
                 opened[:] = [(name, True) for name, _ in leading]
                 leading.clear()
 
-    def close_inline(name: str, closed_at: int) -> None:
+    def close_inline(name: str, closed_at: int) -> bool:
         """A closing inline tag stays with the run only when the run opened it."""
         for index in range(len(opened) - 1, -1, -1):
             if opened[index][0] == name:
                 del opened[index]
                 run[1] = closed_at
-                return
+                return True
+        return False
 
     marker_ends = [marker_end for _, marker_end in markers]  # markers are in order, apart
 
@@ -194,7 +239,10 @@ def html_text_blocks(text: str, start: int, end: int, *, markers: Sequence[tuple
         position = markup.end()
         name = (markup.group(2) or "").lower()
         closing = markup.group(1) == "/"
-        if markup.group(2) is None or name in _HTML_BREAKING_TAGS:  # a comment, a declaration too
+        if name in ("tr", "table"):  # a row ends at the next row or the table's end
+            end_row()
+            in_row = name == "tr" and not closing
+        elif markup.group(2) is None or name in _HTML_BREAKING_TAGS:  # a comment, a declaration too
             cut()
         elif name in _HTML_SKIPPED_CLOSERS and not closing:
             cut()
@@ -202,13 +250,14 @@ def html_text_blocks(text: str, start: int, end: int, *, markers: Sequence[tuple
             if closer is not None:  # unclosed (markdown-it then runs the block to the end): text
                 position = closer.end()
         elif closing:
-            close_inline(name, markup.end())
+            if not close_inline(name, markup.end()) and in_row:
+                close_in_row(name, markup.end())
         elif run:
             opened.append((name, False))
         else:
             leading.append((name, markup.start()))
     add_text_between(position, end)
-    cut()
+    end_row()
     return blocks
 
 
@@ -333,9 +382,25 @@ def _heading_span(
     return start, lines.end(end_line - 1)
 
 
-def _html_block(text: str, lines: LineTable, html: Token, containers: list[str]) -> list[Block]:
-    """The text of a raw HTML block, without the list or quote markers of its lines."""
+def _html_table_end_line(text: str, lines: LineTable, html: Token) -> int:
+    """The line after a raw HTML block, or after the </table> that closes a table it leaves open."""
     first_line, end_line = html.map
+    block_end = lines.end(end_line - 1)
+    depth = 0
+    for tag in _HTML_TABLE_TAG_RE.finditer(text, lines.start(first_line), block_end):
+        depth = max(0, depth + (-1 if tag.group(1) else 1))
+    if depth == 0:
+        return end_line
+    for tag in _HTML_TABLE_TAG_RE.finditer(text, block_end):
+        depth += -1 if tag.group(1) else 1
+        if depth == 0:
+            return bisect.bisect_right(lines.starts, tag.start())
+    return end_line  # never closed: the page's rest is not taken for a table
+
+
+def _html_block(text: str, lines: LineTable, html: Token, containers: list[str], end_line: int) -> list[Block]:
+    """The text of a raw HTML block (to END_LINE), without the list or quote markers of its lines."""
+    first_line = html.map[0]
     start = _content_start(text, lines, first_line, html.content.split("\n", 1)[0])
     markers: list[tuple[int, int]] = []
     if "blockquote" in containers:
