@@ -6,7 +6,7 @@
 
 COMMENT ON FUNCTION windowrag.search_windows(text, text, vector, integer, integer, text, integer, text, integer,
     double precision, double precision, bigint[], integer, double precision, double precision, integer) IS
-'Hybrid search with sentence windows: BM25 and HNSW lists fused by RRF, each hit with its window_size sentences on each side (clamped at the section), overlapping windows merged; one row per window, cited by document, section path and character offsets into documents.text. Example: SELECT * FROM windowrag.search_windows(''docs'', ''query text'', :''embedding''::vector, k => 5)';
+'Hybrid search with sentence windows: BM25 and HNSW lists fused by RRF, each hit with its window_size sentences on each side (clamped at the section), overlapping windows merged; one row per window, cited by document, section path (with clamp document, the headings shared by the sections a window runs over) and character offsets into documents.text. Example: SELECT * FROM windowrag.search_windows(''docs'', ''query text'', :''embedding''::vector, k => 5)';
 
 COMMENT ON FUNCTION windowrag.hybrid_search(text, text, vector, integer, text, integer, double precision,
     double precision, bigint[], integer, double precision, double precision) IS
@@ -24,7 +24,7 @@ COMMENT ON FUNCTION windowrag.candidate_sentences(text, text, vector, integer, i
 'What the Python pipeline selects from: the fused hits and every sentence within radius of them in their section, each with its cosine, window cosine, BM25 score, matched query terms, ranks, the text up to the next sentence of its section when more than whitespace (gap), its kind (sentence, heading, list_item, table_row, code, chunk), and for a list item its list''s lead-in sentence (a nested item: its parent item), for a table row its table''s header row (lead_*: its ordinal, offsets and tokens).';
 
 COMMENT ON FUNCTION windowrag.sentence_window(bigint, integer, text) IS
-'The window of one sentence: window_size sentences on each side, clamped at its section (clamp section) or document; section_path is the sentence''s own section.';
+'The window of one sentence: window_size sentences on each side, clamped at its section (clamp section) or document; section_path is the sentence''s own section, or with clamp document the headings the sections of the window share.';
 
 COMMENT ON FUNCTION windowrag.search_limits() IS
 'The bounds the search functions check their arguments against (k, candidates, ef_search, rrf_k, window, max_sentences, the query''s and a collection name''s length), and why.';

@@ -34,12 +34,19 @@ BEGIN
     RETURN found;
 END $$;
 
--- Distinct lexemes of a query under the collection's text search configuration.
+-- Distinct lexemes of a query under the collection's text search configuration. A NULL query
+-- text is refused (migration 0031): bm25_search and candidate_sentences, which read the query's
+-- words through this, returned nothing or dense hits alone for it, without a word.
 CREATE OR REPLACE FUNCTION windowrag.query_lexemes(config regconfig, query_text text) RETURNS text[]
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT coalesce(array_agg(DISTINCT l ORDER BY l), '{}')
-    FROM unnest(tsvector_to_array(to_tsvector(config, coalesce(query_text, '')))) l
-$$;
+LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+BEGIN
+    IF query_text IS NULL THEN
+        RAISE EXCEPTION 'windowrag: query_text must not be NULL: BM25 and the sentence values read the query''s words (pass its text)'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    RETURN (SELECT coalesce(array_agg(DISTINCT l ORDER BY l), '{}')
+            FROM unnest(tsvector_to_array(to_tsvector(config, query_text))) l);
+END $$;
 
 -- Okapi BM25: score(s) = Σ_t idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·|s|/avgdl)),
 -- idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5))   (the non-negative form used by Lucene).
@@ -626,7 +633,12 @@ BEGIN
     -- gap is missing (sentences written before 0014)
     RETURN QUERY
     SELECT (row_number() OVER (ORDER BY g.score DESC, g.ord))::integer,
-           g.doc, d.external_id, d.title, sec.heading_path, g.lo, g.hi,
+           g.doc, d.external_id, d.title,
+           -- a window that runs over several sections (clamp 'document'): the headings they share
+           -- (until migration 0031 the section of its first hit)
+           CASE WHEN w.one_section THEN sec.heading_path
+                ELSE windowrag.shared_heading_path(g.doc, g.lo, g.hi) END,
+           g.lo, g.hi,
            w.start_char, w.end_char,
            CASE WHEN w.gaps_known THEN w.text ELSE substr(d.text, w.start_char + 1, w.end_char - w.start_char) END,
            g.score, w.tokens, g.hits
@@ -638,24 +650,46 @@ BEGIN
         SELECT min(s.start_char) AS start_char, max(s.end_char) AS end_char, sum(s.token_count)::integer AS tokens,
                string_agg(s.text || CASE WHEN s.ordinal < g.hi THEN coalesce(s.gap, '') ELSE '' END, ''
                           ORDER BY s.ordinal) AS text,
-               bool_and(s.ordinal = g.hi OR s.gap IS NOT NULL) AS gaps_known
+               bool_and(s.ordinal = g.hi OR s.gap IS NOT NULL) AS gaps_known,
+               min(s.section_id) = max(s.section_id) AS one_section
         FROM windowrag.sentences s
         WHERE s.document_id = g.doc AND s.ordinal BETWEEN g.lo AND g.hi
         OFFSET 0) w  -- a fence: one range scan per segment, not a join over the document's sentences
     ORDER BY g.score DESC, g.ord;
 END $$;
 
+-- The headings that the sections of a document's sentences FIRST_ORDINAL..LAST_ORDINAL share:
+-- the section path that holds all of them (migration 0031).
+CREATE OR REPLACE FUNCTION windowrag.shared_heading_path(document_id bigint, first_ordinal integer, last_ordinal integer)
+RETURNS text[] LANGUAGE sql STABLE AS $$
+    WITH paths AS (
+        SELECT DISTINCT sec.heading_path
+        FROM windowrag.sentences s JOIN windowrag.sections sec ON sec.id = s.section_id
+        WHERE s.document_id = shared_heading_path.document_id
+          AND s.ordinal BETWEEN shared_heading_path.first_ordinal AND shared_heading_path.last_ordinal
+    )
+    SELECT (SELECT p.heading_path FROM paths p LIMIT 1)[1:coalesce(max(depth), 0)]
+    FROM generate_series(1, (SELECT min(cardinality(p.heading_path)) FROM paths p)) depth
+    WHERE (SELECT count(DISTINCT p.heading_path[1:depth]) FROM paths p) = 1
+$$;
+-- (its comment here, not in comments.sql: a database downgraded below 0031 has no such function)
+COMMENT ON FUNCTION windowrag.shared_heading_path(bigint, integer, integer) IS
+'The headings shared by the sections of a document''s sentences first_ordinal..last_ordinal: the section path of a window that runs over several sections.';
+
 -- The window of one sentence (what search_windows would send for it alone). section_path is
--- the sentence's section (with clamp 'document' the window may run into the sections around it).
+-- the sentence's section; with clamp 'document', where the window may run into the sections
+-- around it, the headings those sections share (migration 0031).
 -- PL/pgSQL since migration 0027, to check its arguments: a clamp other than section or document,
--- or NULL, clamped at the document, and a NULL window_size returned the whole section.
+-- or NULL, clamped at the document, and a NULL window_size returned the whole section; a NULL
+-- sentence_id is refused since 0031 (it returned no row).
 CREATE OR REPLACE FUNCTION windowrag.sentence_window(
     sentence_id bigint, window_size integer DEFAULT 3, clamp text DEFAULT 'section')
 RETURNS TABLE (document_id bigint, external_id text, section_path text[], first_ordinal integer,
                last_ordinal integer, start_char integer, end_char integer, text text)
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
-    PERFORM windowrag.check_not_null('sentence_window', jsonb_build_object('window_size', window_size, 'clamp', clamp));
+    PERFORM windowrag.check_not_null('sentence_window', jsonb_build_object(
+        'sentence_id', sentence_id, 'window_size', window_size, 'clamp', clamp));
     PERFORM windowrag.check_search_limits(window_size => window_size);
     IF clamp NOT IN ('section', 'document') THEN
         RAISE EXCEPTION 'windowrag: clamp must be section or document, not %', quote_literal(clamp)
@@ -675,7 +709,10 @@ BEGIN
         JOIN windowrag.sections sec ON sec.id = s.section_id
         WHERE s.id = sentence_window.sentence_id
     )
-    SELECT h.document_id, d.external_id, h.heading_path, h.lo, h.hi, a.start_char, z.end_char,
+    SELECT h.document_id, d.external_id,
+           CASE WHEN sentence_window.clamp = 'section' THEN h.heading_path
+                ELSE windowrag.shared_heading_path(h.document_id, h.lo, h.hi) END,
+           h.lo, h.hi, a.start_char, z.end_char,
            substr(d.text, a.start_char + 1, z.end_char - a.start_char)
     FROM hit h
     JOIN windowrag.documents d ON d.id = h.document_id

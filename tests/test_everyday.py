@@ -596,3 +596,101 @@ def test_a_search_outlives_its_connection_being_dropped(db_url, conn, collection
 
     found, found_again = asyncio.run(twice())
     assert [c.text for c in found_again.contexts] == [c.text for c in found.contexts] == [c.text for c in first.contexts]
+
+
+@pytest.mark.parametrize("selection", ["windows", "segments"])
+def test_a_context_over_several_sections_is_cited_by_the_headings_they_share(conn, samples_collection, embedder,
+                                                                             selection):
+    """With clamp='document' a fixed window may run over sections: its citation named one of them
+    (its hit's, "Learning budget" for text from "Dental" to "Time off", migration 0031), which did
+    not hold the text. It names the headings they all share; a context inside one section keeps
+    that section's path. The budget-first selection's runs stay within a section."""
+    pipeline = Pipeline(conn, collection=samples_collection, embedder=embedder)
+    stored = dict(conn.execute("SELECT d.external_id, d.text FROM windowrag.documents d JOIN windowrag.collections c"
+                               " ON c.id = d.collection_id WHERE c.name = %s", [samples_collection]).fetchall())
+    paths = {(external_id, ordinal): tuple(path) for external_id, ordinal, path in conn.execute(
+        "SELECT d.external_id, s.ordinal, sec.heading_path FROM windowrag.sentences s"
+        " JOIN windowrag.sections sec ON sec.id = s.section_id JOIN windowrag.documents d ON d.id = s.document_id"
+        " JOIN windowrag.collections c ON c.id = d.collection_id WHERE c.name = %s", [samples_collection]).fetchall()}
+    result = pipeline.search("How much is the learning budget?", selection=selection, clamp="document", window=3,
+                             k=3, token_budget=None, min_relevance=None)
+    crossing = 0
+    for context in result.contexts:
+        citation = context.citation
+        spanned = {paths[(citation.document_id, o)] for o in range(citation.first_ordinal, citation.last_ordinal + 1)}
+        depth = 0  # the headings every spanned section begins with, counted here independently
+        while all(len(path) > depth and path[depth] == next(iter(spanned))[depth] for path in spanned):
+            depth += 1
+        assert citation.section_path == next(iter(spanned))[:depth]
+        crossing += len(spanned) > 1
+        assert stored[citation.document_id][citation.start_char:citation.end_char] in context.text
+    assert crossing > 0 if selection == "windows" else crossing == 0
+
+
+def test_token_count_is_the_texts_count_with_or_without_a_budget(conn, samples_collection, embedder):
+    """A context led by its table's header: the selection prices the lead with a line break, which
+    BERT's tokenizer does not count; with no budget the context said 49 tokens for 48 (a budget
+    had the contexts counted whole)."""
+    pipeline = Pipeline(conn, collection=samples_collection, embedder=embedder)
+    for budget in (None, 1200):
+        result = pipeline.search("equipment laptop budget", token_budget=budget, min_relevance=None)
+        assert any(c.lead for c in result.contexts)
+        assert [c.token_count for c in result.contexts] == embedder.count_tokens([c.text for c in result.contexts])
+
+
+def test_a_document_id_given_twice_in_one_ingest_is_refused_unless_it_is_the_same_document(conn, collection_name,
+                                                                                            embedder, tmp_path):
+    """Two files' records with one id (or two framework documents): the second replaced the first
+    silently and both were counted. It is refused, naming the first; the same content again (a
+    file and a link to it) is passed over and counted once."""
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text('{"id": "same", "text": "The first file says apples are red."}\n')
+    second.write_text('{"id": "same", "text": "The second file says bananas are yellow."}\n')
+    (tmp_path / "link.jsonl").symlink_to(first)
+    ingestor = Ingestor(conn, collection=collection_name, embedder=embedder)
+    report = ingestor.ingest(wr.iter_sources([first, tmp_path / "link.jsonl", second]))
+    assert (report.added, report.replaced, report.unchanged) == (1, 0, 0)
+    assert [(e.name, e.message) for e in report.errors] == [
+        (f"{second}:1", f"id 'same' is already the id of {first}:1 in this ingest, with other content: "
+                        "this document is not ingested")]
+    texts = conn.execute("SELECT d.text FROM windowrag.documents d JOIN windowrag.collections c ON c.id = d.collection_id"
+                         " WHERE c.name = %s", [collection_name]).fetchall()
+    assert texts == [("The first file says apples are red.",)]
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"format": "markdown", "data": b"# Title\n\nHello there."}, "takes its text in 'text' (a str), not bytes in 'data'"),
+    ({"format": "text", "text": "Hello.", "data": b"Hello."}, "takes its text in 'text' (a str), not bytes in 'data'"),
+    ({"format": "pdf", "text": "Hello.", "data": b"%PDF-1.4"}, "takes its bytes in 'data', not 'text'"),
+])
+def test_a_document_with_its_content_in_the_wrong_field_is_refused_by_name(conn, collection_name, embedder,
+                                                                           fields, message):
+    """Bytes given to a Markdown document were taken for no text ("empty document"), and with
+    text too they were dropped without a word."""
+    report = Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
+        [SourceDocument(external_id="doc", **fields)])
+    assert report.added == 0 and len(report.errors) == 1 and message in report.errors[0].message
+
+
+def test_token_budget_0_in_python_says_that_none_is_no_budget():
+    with pytest.raises(wr.QueryError, match="None in Python, 0 on the command line: no budget"):
+        PipelineOptions(token_budget=0)
+
+
+def test_a_query_that_only_an_empty_sections_heading_matches_is_abstained_on(conn, collection_name, embedder):
+    """"## Zebra crossing rules" with nothing under it made the query look answered (relevance
+    0.999), and the contexts sent were pasta and tomatoes at a value of 0.000. A heading over
+    text (a FAQ's question over its answer) still gets that text."""
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest([
+        SourceDocument(external_id="a.md", format="markdown",
+                       text="# Alpha\n\n## Zebra crossing rules\n\n## Other\n\nUnrelated text about cooking pasta.\n"),
+        SourceDocument(external_id="faq.md", format="markdown",
+                       text="# FAQ\n\n## How do I reset my password?\n\nOpen the account page and choose "
+                            "Forgot password. A link arrives by email within minutes.\n"),
+        SourceDocument(external_id="b.txt", format="text", text="Notes on gardening. Water tomatoes daily.\n")])
+    pipeline = Pipeline(conn, collection=collection_name, embedder=embedder)
+    refused = pipeline.search("Zebra crossing rules")
+    assert refused.abstained and not refused.contexts
+    assert "only headings matched the query" in refused.trace["abstain"]
+    answered = pipeline.search("How do I reset my password?")
+    assert not answered.abstained and "Forgot password" in answered.contexts[0].text

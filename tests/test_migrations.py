@@ -494,6 +494,54 @@ def test_0030_candidate_sentences_returns_the_leads_down_and_up(db_url, embedder
         assert "lead-in" in comment()
 
 
+def test_0031_a_null_query_text_is_refused_and_a_window_over_sections_is_cited_by_what_they_share(db_url, embedder):
+    """0031: a NULL query_text (BM25, hybrid and windows) and a NULL sentence_id are refused by
+    name (0030 returned no row or the dense hits alone); a window that runs over sections with
+    clamp 'document' is cited by the headings they share (0030: its hit's section, which did not
+    hold its text). The downgrade gives back 0030's functions, the upgrade the live ones."""
+    text = ("# Handbook\n\n## Dental\n\nDental cover is included.\n\n## Learning budget\n\n"
+            "Every teammate has a learning budget of 1,000 USD a year.\n\n## Time off\n\nTime off is unlimited.\n")
+    with candidates_of_markdown(db_url, embedder, "migration_0031_test", text, "learning budget") as (conn, _, _c):
+        vector = str(embedder.embed_query("learning budget").tolist())
+        windows = ("SELECT section_path, start_char, end_char FROM windowrag.search_windows('c', 'learning budget', "
+                   "%s::vector, k => 1, window_size => 2, clamp => 'document')")
+        budget_id = conn.execute("SELECT s.id FROM windowrag.sentences s WHERE s.text LIKE 'Every teammate%%'").fetchone()[0]
+        window = "SELECT section_path, start_char, end_char FROM windowrag.sentence_window(%s, 2, 'document')"
+        nulls = ["SELECT * FROM windowrag.bm25_search('c', NULL, 10)",
+                 "SELECT * FROM windowrag.search_windows('c', NULL, %s::vector)",
+                 "SELECT * FROM windowrag.hybrid_search('c', NULL, %s::vector)",
+                 "SELECT * FROM windowrag.candidate_sentences('c', NULL, %s::vector)"]
+
+        def refused() -> list[bool]:
+            found = []
+            for query in nulls:
+                try:
+                    conn.execute(query, [vector] if "%s" in query else [])
+                    found.append(False)
+                except psycopg.errors.NullValueNotAllowed as error:
+                    found.append("query_text must not be NULL" in str(error))
+            return found
+
+        ((path, start, end),) = conn.execute(windows, [vector]).fetchall()
+        assert path == ["Handbook"] and "Dental" in text[start:end] and "Time off" in text[start:end]
+        ((window_path, window_start, window_end),) = conn.execute(window, [budget_id]).fetchall()
+        assert window_path == ["Handbook"] and "Dental" in text[window_start:window_end]
+        assert conn.execute("SELECT section_path FROM windowrag.sentence_window(%s, 2)", [budget_id]).fetchone()[0] \
+            == ["Handbook", "Learning budget"]  # clamped at its section: its own
+        assert refused() == [True] * 4
+        with pytest.raises(psycopg.errors.NullValueNotAllowed, match="sentence_window: sentence_id must not be NULL"):
+            conn.execute("SELECT * FROM windowrag.sentence_window(NULL, 3)")
+        db.downgrade(conn, "0030")
+        assert conn.execute(windows, [vector]).fetchall() == [(["Handbook", "Learning budget"], start, end)]
+        assert refused() == [False] * 4
+        assert conn.execute("SELECT count(*) FROM windowrag.sentence_window(NULL, 3)").fetchone()[0] == 0
+        assert conn.execute("SELECT to_regprocedure('windowrag.shared_heading_path(bigint, integer, integer)')"
+                            ).fetchone()[0] is None
+        db.upgrade(conn)
+        assert conn.execute(windows, [vector]).fetchall() == [(["Handbook"], start, end)]
+        assert refused() == [True] * 4
+
+
 def test_a_lead_in_is_looked_for_among_the_200_units_above_an_item(db_url, embedder):
     """The block a list item is in is found by a backward scan, bounded so that a page of
     thousands of items costs a query no more than 200 units each: an item further down has no

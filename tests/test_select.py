@@ -10,7 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowrag_pg.pipeline import PipelineOptions
-from windowrag_pg.segment.select import MIN_SPLIT_GAP, choose_segments, run_breaks, select_runs, windows_by_value
+from windowrag_pg.segment.select import (
+    MIN_SPLIT_GAP, choose_segments, only_unsendable_match, run_breaks, select_runs, windows_by_value,
+)
 from windowrag_pg.segment.values import CandidateSentence, FEATURES, feature_matrix, sentence_probabilities
 
 
@@ -364,3 +366,14 @@ def test_a_lead_is_sent_once_and_never_beside_its_own_unit():
     assert run_leads(candidates, runs) == [lead_in, None, None, lead_in]  # another document's list: its own
     assert run_leads(candidates, [Run(4, 5, 0.5, 10)]) == [header]
     assert run_leads(candidates, []) == []
+
+
+def test_only_an_empty_sections_heading_matching_is_told_apart_from_a_heading_over_text():
+    empty_heading = candidate(0, 0.9, section=1, kind="heading")
+    other = [candidate(1, 0.1, section=2, kind="heading"), candidate(2, 0.1, section=2)]
+    cands = [empty_heading, *other]
+    assert only_unsendable_match(cands, np.array([0.9, 0.01, 0.01]), min_relevance=0.05)
+    assert not only_unsendable_match(cands, np.array([0.9, 0.01, 0.06]), min_relevance=0.05)  # a sentence matches too
+    assert not only_unsendable_match(cands, np.array([0.9, 0.3, 0.01]), min_relevance=0.05)  # and a heading over text
+    assert not only_unsendable_match(cands, np.array([0.9, 0.01, 0.01]), min_relevance=None)
+    assert not only_unsendable_match(cands, np.array([0.01, 0.01, 0.01]), min_relevance=0.05)  # nothing matches

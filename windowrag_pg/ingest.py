@@ -33,7 +33,7 @@ from .embed.base import Embedder, EmbeddingError
 from .embed.headers import embedding_text
 from .parse import ParseError, parse_docx, parse_document, parse_pdf
 from .parse.types import ParsedDocument, Unit
-from .sources import SourceDocument, SourceError, check_source
+from .sources import SourceCheckError, SourceDocument, SourceError, check_source
 from .split.sentences import split_units
 from .store.collections import (
     Collection, CollectionError, build_collection_index, centre_if_due, collection_index_state, collection_has_sentences,
@@ -554,11 +554,30 @@ def _describe(exc: Exception) -> str:
 
 
 def _checked(sources: Iterable[SourceDocument | SourceError]) -> Iterator[SourceDocument | SourceError]:
-    """SOURCES, refusing what is neither (a list of paths raised AttributeError from deep inside)."""
+    """SOURCES, refusing what is neither (a list of paths raised AttributeError from deep inside),
+    and a document whose id an earlier one of the same ingest has: it would replace that one
+    silently (two files' records, two framework documents with one id). The same id with the same
+    content (a file and a link to it) is the same document: passed over, not counted twice."""
     if isinstance(sources, (str, bytes)):
         raise TypeError("Ingestor.ingest takes SourceDocuments, not a path: windowrag_pg.iter_sources([path]) reads files")
+    first: dict[str, tuple[str, str]] = {}  # external_id -> (name, content hash) of its first document
     for source in sources:
         if not isinstance(source, (SourceDocument, SourceError)):
             raise TypeError(f"Ingestor.ingest takes SourceDocuments, not {type(source).__name__} ({source!r:.80}): "
                             "windowrag_pg.iter_sources(paths) reads files and folders")
+        if isinstance(source, SourceDocument):
+            try:
+                check_source(source)
+            except SourceCheckError:
+                yield source  # refused, with its message, where it is prepared
+                continue
+            digest = content_hash(source)
+            earlier = first.get(source.external_id)
+            if earlier is None:
+                first[source.external_id] = (source.name, digest)
+            elif earlier[1] == digest:
+                continue  # the same document again
+            else:
+                source = SourceError(source.name, f"id {source.external_id!r} is already the id of {earlier[0]} in "
+                                                  "this ingest, with other content: this document is not ingested")
         yield source

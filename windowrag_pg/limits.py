@@ -38,7 +38,8 @@ LIMITS: dict[str, Limit] = {limit.name: limit for limit in (
     Limit("rerank_candidates", 1, 1000, "rerank_candidates", "windows retrieved for the cross-encoder (as k)"),
     Limit("rerank_tokens", 1, 10_000, "rerank_tokens", "tokens of each window the cross-encoder reads"),
     Limit("rerank_token_budget", 1, 100_000, "rerank_token_budget", "tokens the cross-encoder reads in all"),
-    Limit("token_budget", 1, 100_000, "token_budget", "tokens of all returned contexts (MAX_RETURNED_TOKENS)"),
+    Limit("token_budget", 1, 100_000, "token_budget",
+          "tokens of all returned contexts; None in Python, 0 on the command line: no budget"),
 )}
 SQL_LIMITS = ("k", "candidates", "ef_search", "rrf_k", "window", "max_sentences", "query_chars", "collection_name")
 # Contexts returned in all when no token_budget is set are cut to this many tokens (the

@@ -36,7 +36,7 @@ from .retrieve.retriever import Candidates
 from .segment.abstain import abstain_reason, needs_verification, sentences_to_verify, verify_passages
 from .segment.relevance import window_sentence_relevance
 from .segment.rse import RSEParams, best_segments, get_params
-from .segment.select import Run, choose_segments, run_leads
+from .segment.select import Run, choose_segments, only_unsendable_match, run_leads
 from .segment.values import Lead, fold_reranker_scores
 
 # segments: budget-first (sentence values + RSE); windows: fixed merged windows from SQL;
@@ -240,6 +240,10 @@ class Pipeline:
                                      verify_below=options.verify_below,
                                      verify_scores=None if verification is None else verification["scores"],
                                      verify_min_score=options.verify_min_score)
+            if abstain is None and only_unsendable_match(candidates.sentences, selection.probabilities,
+                                                         min_relevance=options.min_relevance):
+                abstain = ("only headings matched the query (a value of min_relevance "
+                           f"{options.min_relevance} or more), of sections with no text under them")
         rerank_trace = None
         if options.rerank and selection.runs and abstain is None:
             mark = time.perf_counter()
@@ -258,8 +262,9 @@ class Pipeline:
         kept = yield from self._fill_text(contexts)
         changed = len(contexts) - len(kept)
         contexts = kept
-        if options.token_budget and candidates.count_tokens is not None:
-            contexts = fit_token_budget(contexts, budget=options.token_budget, count_tokens=candidates.count_tokens)
+        if candidates.count_tokens is not None:  # without a budget too: token_count is the text's count
+            contexts = fit_token_budget(contexts, budget=options.token_budget or MAX_RETURNED_TOKENS,
+                                        count_tokens=candidates.count_tokens)
             if not contexts and abstain is None:
                 abstain = "no sentence fits the token budget"
         timings["fetch_ms"] = (time.perf_counter() - mark) * 1000
@@ -389,8 +394,9 @@ class Pipeline:
         kept = yield from self._fill_text(contexts)
         notes.extend(_changed_notes(len(contexts) - len(kept)))
         contexts = kept
-        if options.token_budget and retrieved.count_tokens is not None:
-            contexts = fit_token_budget(contexts, budget=options.token_budget, count_tokens=retrieved.count_tokens)
+        if retrieved.count_tokens is not None:
+            contexts = fit_token_budget(contexts, budget=options.token_budget or MAX_RETURNED_TOKENS,
+                                        count_tokens=retrieved.count_tokens)
         timings["assemble_ms"] = (time.perf_counter() - mark) * 1000
         timings["total_ms"] = (time.perf_counter() - started) * 1000
 

@@ -227,6 +227,11 @@ def check_source(source: SourceDocument) -> None:
         if not isinstance(source.data, (bytes, bytearray)):
             raise SourceCheckError(f"a {source.format} document needs its bytes in 'data', "
                                    f"got {type(source.data).__name__}")
+        if source.text is not None:  # one of the two would be stored and the other dropped
+            raise SourceCheckError(f"a {source.format} document takes its bytes in 'data', not 'text'")
+    elif source.data is not None:
+        raise SourceCheckError(f"a {source.format} document takes its text in 'text' (a str), not bytes in "
+                               f"'data' (decode them, e.g. data.decode('utf-8'))")
     elif source.text is not None and not isinstance(source.text, str):
         raise SourceCheckError(f"text must be a string, got {type(source.text).__name__}")
     for name in ("title", "source"):

@@ -278,6 +278,31 @@ def run_leads(candidates: Sequence[CandidateSentence], runs: Sequence[Run]) -> l
     return leads
 
 
+def no_value_of_their_own(candidates: Sequence[CandidateSentence]) -> np.ndarray:
+    """Which candidates are never sent for themselves: headings, and table header rows that lead
+    rows among the candidates (choose_segments)."""
+    led = {(c.document_key, c.lead.ordinal) for c in candidates if c.lead is not None and c.kind == "table_row"}
+    return np.asarray([c.kind == "heading" or (c.kind == "table_row" and (c.document_key, c.ordinal) in led)
+                       for c in candidates], dtype=bool)
+
+
+def only_unsendable_match(candidates: Sequence[CandidateSentence], probabilities: np.ndarray, *,
+                          min_relevance: float | None) -> bool:
+    """True when the candidates that look like evidence (probability from MIN_RELEVANCE up) are all
+    headings or header rows, never sent for themselves, of sections with nothing else among the
+    candidates: the heading of an empty section ("## Zebra crossing rules" with nothing under it)
+    made the query look answered, and the contexts sent were whatever else matched a little. (A
+    matching heading over text, a FAQ's question over its answer, is answered by that text.)"""
+    if min_relevance is None or not len(candidates):
+        return False
+    matching = np.asarray(probabilities) >= min_relevance
+    no_value = no_value_of_their_own(candidates)
+    if not matching.any() or (matching & ~no_value).any():
+        return False
+    with_text = {(c.document_key, c.section_id) for c, unsendable in zip(candidates, no_value) if not unsendable}
+    return not any((c.document_key, c.section_id) in with_text for c, match in zip(candidates, matching) if match)
+
+
 class Selection(NamedTuple):
     """What budget-first selection decided for one query."""
 
@@ -312,15 +337,12 @@ def choose_segments(candidates: Sequence[CandidateSentence], *, query_idf: float
     price = sentence_floor * float(probabilities.max()) * tokens / 32.0
     # A heading is worth nothing of its own: its words are the last step of the section path that
     # cites every context of its section, and alone it answers nothing (at small budgets the
-    # selection sent bare headings, a context each). It is sent only inside a run that crosses
-    # it (clamp 'document'), never alone nor at a run's edge; its probability still counts for
+    # selection sent bare headings, a context each). It is never sent alone nor at a run's edge
+    # (and runs stay within a section, whose first unit it is); its probability still counts for
     # the relevance and its neighbours' features. So is a table's header row that leads rows among
     # the candidates: it is sent in front of a run of them (their lead), never alone, nor at the
     # end of a run (a run may still start with it: then its rows follow).
-    led = {(c.document_key, c.lead.ordinal) for c in candidates if c.lead is not None and c.kind == "table_row"}
-    no_value = [c.kind == "heading" or (c.kind == "table_row" and (c.document_key, c.ordinal) in led)
-                for c in candidates]
-    worth = np.where(no_value, -price, probabilities - price)
+    worth = np.where(no_value_of_their_own(candidates), -price, probabilities - price)
     gaps = np.asarray([c.gap_tokens for c in candidates], dtype=np.int64)
     leads = np.asarray([c.lead.tokens if c.lead is not None else 0 for c in candidates], dtype=np.int64)
     continues = run_breaks([(c.document_key, c.section_id) for c in candidates], [c.ordinal for c in candidates])
