@@ -268,6 +268,19 @@ def test_markdown_front_matter_is_not_content() -> None:
     assert [s.heading_path for s in doc.sections] == [("Glossary",)]
 
 
+@pytest.mark.parametrize("text, title", [
+    ("---\ntitle: Glossary of terms\ntags: [a, b]\n---\n\nA term.\n", "Glossary of terms"),  # no H1: it names the page
+    ("---\ntitle: \"Returns: how and when\"\n---\n\n# Returns\n\nA term.\n", "Returns: how and when"),
+    ("---\nlayout: page\n---\n\n# Returns\n\nA term.\n", "Returns"),  # no title in it: the H1
+    ("# Returns\n\ntitle: not front matter\n", "Returns"),
+])
+def test_a_markdown_pages_front_matter_title_is_its_title(text, title) -> None:
+    """Static sites' pages name themselves in their front matter, often with no H1: the page had
+    no title (nor a contextual header). A title given by the caller still wins."""
+    assert parse_document(text, "markdown").title == title
+    assert parse_document(text, "markdown", title="Given").title == "Given"
+
+
 def test_markdown_keeps_input_text_with_crlf_and_tabs() -> None:
     text = "# Title\r\n\r\n-\tTabbed item.\r\n\r\nPara one. Para two.\r\n"
     doc, units = parse_and_split(text)

@@ -98,7 +98,8 @@ class IngestReport:
 # ingest, and rewritten only when its units or sections came out different.
 # 2: raw HTML in Markdown, "Dr."/"v.", wrapped plain text; 3: PDF page furniture, page breaks,
 # hyphenation, ligatures, outline sections; HTML pages read from their <main>; 4: a raw HTML
-# table row in Markdown is one unit, HTML and DOCX list items are written with their markers.
+# table row in Markdown is one unit, a Markdown page's front matter title is its title, HTML and
+# DOCX list items are written with their markers.
 UNITS_VERSION = 4
 
 

@@ -18,7 +18,8 @@ content locates the exact start inside the first line (after ``#``, ``-``, ``1.`
 - Each table row (header included, the ``|---|`` delimiter row excluded) is a "table_row" block.
 - Fenced code keeps only the lines between the fences; indented code keeps its lines.
 - YAML front matter (``---`` ... ``---`` at the very top) is not content: its lines are blanked
-  before parsing (line numbers stay the same) and produce no blocks.
+  before parsing (line numbers stay the same) and produce no blocks. Its ``title:``, when it has
+  one, is the page's title (before the first H1) unless the caller gives one.
 - Containers nested deeper than markdown-it's ``maxNesting`` (20 levels of blockquotes / lists)
   are skipped by markdown-it without a trace; their lines are kept here as plain paragraph
   blocks, one per line, without the container markers, so that no text is silently lost.
@@ -46,6 +47,7 @@ _NEWLINE_RE = re.compile(r"\r\n?|\n")
 # Blockquote markers at the start of a table row line inside a blockquote ("> > | a | b |").
 _QUOTE_MARKERS_RE = re.compile(r"[ \t]*(?:>[ \t]?)+")
 _FRONT_MATTER_CLOSERS = ("---", "...")
+_FRONT_MATTER_TITLE_RE = re.compile(r"^title[ \t]*:[ \t]*(\S[^\r\n]*?)[ \t]*$", re.MULTILINE)
 # Container markers at the start of a line: blockquote ">", bullets, ordered list numbers.
 _CONTAINER_MARKERS_RE = re.compile(r"(?:[ \t]*(?:>|[-*+](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$)))*[ \t]*")
 
@@ -136,10 +138,9 @@ def parse_markdown(text: str, *, title: str | None = None) -> ParsedDocument:
             html_table_until = _html_table_end_line(text, lines, token)
             items.extend(_html_block(text, lines, token, containers, html_table_until))
     sections = require_blocks(build_sections(len(text), items), "markdown")
-    return ParsedDocument(
-        text=text, sections=sections, title=title if title is not None else first_title,
-        format="markdown",
-    )
+    if title is None:  # a static site's page names itself in its front matter, often with no H1
+        title = _front_matter_title(text, lines) or first_title
+    return ParsedDocument(text=text, sections=sections, title=title, format="markdown")
 
 
 def html_text_blocks(text: str, start: int, end: int, *, markers: Sequence[tuple[int, int]] = ()) -> list[Block]:
@@ -307,16 +308,34 @@ def _skipped_lines(text: str, lines: LineTable, container: Token) -> list[Block]
     return blocks
 
 
-def _without_front_matter(text: str, lines: LineTable) -> str:
-    """The text with a leading YAML front matter replaced by as many empty lines."""
+def _front_matter_lines(text: str, lines: LineTable) -> int:
+    """How many lines a leading YAML front matter takes (both `---` lines included), 0 for none."""
     if len(lines) < 2 or text[: lines.end(0)].rstrip() != "---":
-        return text
+        return 0
     for line in range(1, len(lines)):
         if text[lines.start(line) : lines.end(line)].rstrip() in _FRONT_MATTER_CLOSERS:
             if not _looks_like_yaml(text[lines.start(1) : lines.start(line)]):
-                return text  # a page that opens with a thematic break: its text is content
-            return "\n" * (line + 1) + text[lines.start(line + 1) :]
-    return text  # no closing line: not front matter, let markdown-it read it
+                return 0  # a page that opens with a thematic break: its text is content
+            return line + 1
+    return 0  # no closing line: not front matter, let markdown-it read it
+
+
+def _without_front_matter(text: str, lines: LineTable) -> str:
+    """The text with a leading YAML front matter replaced by as many empty lines."""
+    front = _front_matter_lines(text, lines)
+    return "\n" * front + text[lines.start(front) :] if front else text
+
+
+def _front_matter_title(text: str, lines: LineTable) -> str | None:
+    """The `title:` of the page's YAML front matter (a plain or quoted scalar), when it has one."""
+    front = _front_matter_lines(text, lines)
+    found = _FRONT_MATTER_TITLE_RE.search(text, 0, lines.start(front)) if front else None
+    if found is None:
+        return None
+    value = found.group(1).strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1]
+    return " ".join(value.split()) or None
 
 
 def _looks_like_yaml(block: str) -> bool:
