@@ -99,7 +99,8 @@ class LineTable:
 def parse_markdown(text: str, *, title: str | None = None) -> ParsedDocument:
     lines = LineTable(text)
     env: dict = {}  # collects link reference definitions, for headings like "[Docs][docs]"
-    tokens = _BLOCK_PARSER.parse(_without_front_matter(text, lines), env)
+    front_matter = _front_matter_lines(text, lines)
+    tokens = _BLOCK_PARSER.parse(_without_front_matter(text, lines, front_matter), env)
     items: list[Block | HeadingMark] = []
     containers: list[str] = []  # open list items / blockquotes, innermost last
     first_title: str | None = None
@@ -139,7 +140,7 @@ def parse_markdown(text: str, *, title: str | None = None) -> ParsedDocument:
             items.extend(_html_block(text, lines, token, containers, html_table_until))
     sections = require_blocks(build_sections(len(text), items), "markdown")
     if title is None:  # a static site's page names itself in its front matter, often with no H1
-        title = _front_matter_title(text, lines) or first_title
+        title = _front_matter_title(text, lines, front_matter) or first_title
     return ParsedDocument(text=text, sections=sections, title=title, format="markdown")
 
 
@@ -320,15 +321,13 @@ def _front_matter_lines(text: str, lines: LineTable) -> int:
     return 0  # no closing line: not front matter, let markdown-it read it
 
 
-def _without_front_matter(text: str, lines: LineTable) -> str:
-    """The text with a leading YAML front matter replaced by as many empty lines."""
-    front = _front_matter_lines(text, lines)
+def _without_front_matter(text: str, lines: LineTable, front: int) -> str:
+    """The text with its FRONT lines of front matter replaced by as many empty lines."""
     return "\n" * front + text[lines.start(front) :] if front else text
 
 
-def _front_matter_title(text: str, lines: LineTable) -> str | None:
-    """The `title:` of the page's YAML front matter (a plain or quoted scalar), when it has one."""
-    front = _front_matter_lines(text, lines)
+def _front_matter_title(text: str, lines: LineTable, front: int) -> str | None:
+    """The `title:` of the page's YAML front matter (its FRONT lines; a plain or quoted scalar)."""
     found = _FRONT_MATTER_TITLE_RE.search(text, 0, lines.start(front)) if front else None
     if found is None:
         return None
