@@ -863,7 +863,8 @@ def test_max_unit_chars_must_be_positive() -> None:
 _MARKDOWN_ALPHABET = st.sampled_from(
     list("ab é—😀日 .!?\n\n\t#-*>|`1)(:;=\r\u2028\xa0")
     + ["```", "---", "| a | b |\n|---|---|\n", "\r\n", "    ", "<p>", "</li>", "<h2>", "<tr><td>",
-       "<pre>", "&amp;", "<!--", "-->", "[x]: /u\n", "1. ", "(a) "]
+       "<pre>", "&amp;", "<!--", "-->", "[x]: /u\n", "1. ", "(a) ", "<table>", "</table>", "</tr>", "</td>",
+       "<b>", "</b>", "---\ntitle: t\n---\n"]
 )
 
 
