@@ -694,3 +694,21 @@ def test_a_query_that_only_an_empty_sections_heading_matches_is_abstained_on(con
     assert "only headings matched the query" in refused.trace["abstain"]
     answered = pipeline.search("How do I reset my password?")
     assert not answered.abstained and "Forgot password" in answered.contexts[0].text
+
+
+def test_the_cli_tables_show_brackets_in_ids_titles_and_names_as_they_are(db_url, conn, collection_name, embedder,
+                                                                          capsys):
+    """Rich read "[bold]two" as markup: the listed id was "two", which `windowrag delete` did not
+    find, "Release notes [draft]" lost its "[draft]" and a collection "[red]x" was listed as "x"."""
+    name = f"[red]{collection_name}"
+    Ingestor(conn, collection=name, embedder=embedder).ingest([
+        SourceDocument(external_id="[bold]two", format="text", title="Release notes [draft]",
+                       text="The release ships in May.")])
+    try:
+        assert main(["--database-url", db_url, "documents", "--collection", name]) == 0
+        out = capsys.readouterr().out
+        assert "[bold]two" in out and "Release notes [draft]" in out
+        assert main(["--database-url", db_url, "stats"]) == 0
+        assert name in capsys.readouterr().out
+    finally:
+        wr.delete_collection(conn, name)

@@ -273,6 +273,9 @@ def test_markdown_front_matter_is_not_content() -> None:
     ("---\ntitle: \"Returns: how and when\"\n---\n\n# Returns\n\nA term.\n", "Returns: how and when"),
     ("---\nlayout: page\n---\n\n# Returns\n\nA term.\n", "Returns"),  # no title in it: the H1
     ("# Returns\n\ntitle: not front matter\n", "Returns"),
+    ("---\r\ntitle: Returns\r\n---\r\n\r\n# Heading\r\n\r\nA term.\r\n", "Returns"),  # CRLF lines
+    ("---\ntitle: >\n  Returns and\n  refunds\nlayout: page\n---\n\nA term.\n", "Returns and refunds"),  # block
+    ("---\ntitle: >\nlayout: page\n---\n\n# Returns\n\nA term.\n", "Returns"),  # an empty block: the H1
 ])
 def test_a_markdown_pages_front_matter_title_is_its_title(text, title) -> None:
     """Static sites' pages name themselves in their front matter, often with no H1: the page had

@@ -422,7 +422,7 @@ def _print_contexts(result) -> None:
 
     console = Console()
     if result.abstained:
-        console.print(f"no relevant context ({result.trace.get('abstain')})")
+        console.print(f"no relevant context ({result.trace.get('abstain')})", markup=False)
     for number, context in enumerate(result.contexts, start=1):
         heading = f"[{number}] {context.citation.label()} — score {context.score:.3f}"
         if not sys.stdout.isatty():  # to a file or a pipe: whole lines, no box cut at 80 columns
@@ -485,10 +485,12 @@ def cmd_documents(args) -> int:
         print(json.dumps(rows, indent=2, ensure_ascii=False, default=str))
         return 0
     from rich.table import Table
+    from rich.text import Text
 
     table = Table("id", "title", "source", "sentences", "sections")
     for row in rows:
-        table.add_row(*(str(row[key]) if row[key] is not None else "" for key in ("id", "title", "source", "sentences", "sections")))
+        # Text(), not markup: ids, titles and sources may hold [brackets] ("[draft]" vanished)
+        table.add_row(*(Text(str(row[key])) if row[key] is not None else "" for key in ("id", "title", "source", "sentences", "sections")))
     _table_console().print(table)
     print(f"{_count(len(rows), 'document')} in {args.collection!r}")
     return 0
@@ -525,11 +527,12 @@ def cmd_stats(args) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     from rich.table import Table
+    from rich.text import Text
 
     table = Table("collection", "model", "dim", "unit", "documents", "sections", "sentences", "lexemes")
-    for row in rows:
-        table.add_row(*(str(row[key]) for key in ("collection", "embedding_model", "dimension", "unit",
-                                                  "documents", "sections", "sentences", "lexemes")))
+    for row in rows:  # Text(), not markup: a collection named "[red]x" was shown as "x"
+        table.add_row(*(Text(str(row[key])) for key in ("collection", "embedding_model", "dimension", "unit",
+                                                        "documents", "sections", "sentences", "lexemes")))
     _table_console().print(table)
     return 0
 
@@ -545,6 +548,7 @@ def cmd_db_url(args) -> int:
 
 def cmd_doctor(args) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from .doctor import centre_indexes, check_may_repair, repair_bm25, repair_indexes, repair_native, run_checks
     from .store.collections import get_collection
@@ -556,11 +560,11 @@ def cmd_doctor(args) -> int:
         if args.fix:
             check_may_repair(conn)
             for name in repair_indexes(conn):
-                console.print(f"fixed HNSW index of {name!r}: built (its BM25 statistics recounted and packed first)")
+                console.print(f"fixed HNSW index of {name!r}: built (its BM25 statistics recounted and packed first)", markup=False)
             for name in centre_indexes(conn):
-                console.print(f"fixed HNSW index of {name!r}: rebuilt centred on its rows")
+                console.print(f"fixed HNSW index of {name!r}: rebuilt centred on its rows", markup=False)
             for name in repair_bm25(conn):
-                console.print(f"fixed BM25 statistics of {name!r}: recounted and packed")
+                console.print(f"fixed BM25 statistics of {name!r}: recounted and packed", markup=False)
             if repair_native(conn):
                 console.print("fixed BM25 sums in C: CREATE EXTENSION windowrag_native")
         checks = run_checks(conn)
@@ -569,7 +573,7 @@ def cmd_doctor(args) -> int:
             # is a note: "ok … fix:" read as a contradiction
             mark = "[red]FAIL[/red]" if not check.ok else "[yellow]note[/yellow]" if check.fix else "[green]ok[/green]  "
             advice = "fix" if not check.ok else "to do"
-            console.print(f"{mark} {check.name}: {check.detail}" + (f"\n      {advice}: {check.fix}" if check.fix else ""))
+            console.print(mark + escape(f" {check.name}: {check.detail}" + (f"\n      {advice}: {check.fix}" if check.fix else "")))
         failed = sum(not c.ok for c in checks)
         notes = sum(c.ok and bool(c.fix) for c in checks)
         console.print(f"{len(checks) - failed - notes} ok, {notes} note{'s' * (notes != 1)}, {failed} failed")
@@ -594,7 +598,7 @@ def _print_recall(console, conn, collection, args) -> None:
     asked = (f"{result.queries} of its sentences asked as queries (each left out of its own results)"
              if result.own_sentences else f"{result.queries} questions of {args.recall_queries}")
     console.print(f"dense recall@{result.k} of {result.collection!r} against an exact scan ({result.exact_ms:.1f} ms "
-                  f"a query), {asked}:")
+                  f"a query), {asked}:", markup=False)
     for ef_search in args.ef_search:
         console.print(f"  ef_search {ef_search:>4}: recall@{result.k} {result.recall[ef_search]:.3f}, "
                       f"dense_search {result.dense_ms[ef_search]:.1f} ms (median)")

@@ -47,7 +47,10 @@ _NEWLINE_RE = re.compile(r"\r\n?|\n")
 # Blockquote markers at the start of a table row line inside a blockquote ("> > | a | b |").
 _QUOTE_MARKERS_RE = re.compile(r"[ \t]*(?:>[ \t]?)+")
 _FRONT_MATTER_CLOSERS = ("---", "...")
-_FRONT_MATTER_TITLE_RE = re.compile(r"^title[ \t]*:[ \t]*(\S[^\r\n]*?)[ \t]*$", re.MULTILINE)
+# `title: Some page` (a plain or quoted scalar), or `title: >` / `|` with the title on the indented
+# lines below (a block scalar); lines may end in \r\n
+_FRONT_MATTER_TITLE_RE = re.compile(
+    r"^title[ \t]*:[ \t]*(\S[^\r\n]*?)[ \t]*\r?$((?:\n[ \t]+\S[^\r\n]*\r?$)*)", re.MULTILINE)
 # Container markers at the start of a line: blockquote ">", bullets, ordered list numbers.
 _CONTAINER_MARKERS_RE = re.compile(r"(?:[ \t]*(?:>|[-*+](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$)))*[ \t]*")
 
@@ -332,7 +335,9 @@ def _front_matter_title(text: str, lines: LineTable, front: int) -> str | None:
     if found is None:
         return None
     value = found.group(1).strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+    if value[0] in ">|" and set(value[1:]) <= set("+-0123456789"):  # a block scalar: the lines below
+        value = found.group(2)
+    elif len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         value = value[1:-1]
     return " ".join(value.split()) or None
 
