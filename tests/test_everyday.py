@@ -712,3 +712,21 @@ def test_the_cli_tables_show_brackets_in_ids_titles_and_names_as_they_are(db_url
         assert name in capsys.readouterr().out
     finally:
         wr.delete_collection(conn, name)
+
+
+def test_a_cli_source_filter_matches_the_path_as_typed_and_resolved(db_url, conn, collection_name, embedder,
+                                                                     tmp_path, monkeypatch, capsys):
+    """A file ingested by path is stored under its absolute path; a LangChain or LlamaIndex
+    document keeps the source it was given, a relative path too. `--filter source=texts/keys.txt`
+    was resolved to the absolute path and no longer matched the second."""
+    (tmp_path / "texts").mkdir()
+    (tmp_path / "texts" / "keys.txt").write_text("Hardware security keys are mandatory for the cloud console.\n")
+    monkeypatch.chdir(tmp_path)
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest([
+        *wr.iter_sources(["texts/keys.txt"]),
+        SourceDocument(external_id="from-a-framework", format="text", source="texts/keys.txt",
+                       text="Security keys are handed out by the IT desk.")])
+    assert main(["--database-url", db_url, "documents", "--collection", collection_name, "--json",
+                 "--filter", "source=texts/keys.txt"]) == 0
+    ids = sorted(row["id"] for row in json.loads(capsys.readouterr().out))
+    assert ids == sorted([str(tmp_path / "texts" / "keys.txt"), "from-a-framework"])

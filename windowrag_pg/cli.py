@@ -333,8 +333,10 @@ def _cli_filters(expressions: list[str]) -> dict[str, Any]:
     for expression in expressions:
         key, condition = parse_cli_filter(expression)
         if key == "source" and isinstance(condition, str) and Path(condition).exists():
-            # a file's path typed any way, as ingest stored it (absolute, symlinks resolved)
-            condition = str(Path(condition).resolve())
+            # a file's path typed any way, as ingest stored it (absolute, symlinks resolved), or as
+            # typed: a framework's document keeps the source it was given (a relative path too)
+            resolved = str(Path(condition).resolve())
+            condition = resolved if resolved == condition else {"in": [condition, resolved]}
         if isinstance(condition, dict) and isinstance(filters.get(key), dict):
             filters[key].update(condition)
         else:
