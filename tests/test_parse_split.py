@@ -690,6 +690,9 @@ def test_pdf_outline_gives_sections_and_headings() -> None:
         "2 Expenses": ("2 Expenses",), "Claims are paid within thirty days.": ("2 Expenses",),
     }  # the contents' entries are left out (dot leaders); a heading is cut from the text before it
     assert [u.kind for u in units if u.text[0].isdigit()] == ["heading"] * 3
+    # the bookmark not printed on its page opens no section, and the ingest's warnings say so
+    assert doc.warnings == ["1 of the outline's 4 entries are not printed on their pages as headings "
+                            "('3 Missing'): no section opens at them"]
 
 
 def test_one_wide_line_does_not_cut_a_page_of_narrower_lines() -> None:

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 from windowrag_pg.parse import HeadingMark, ParseError, build_sections
 from windowrag_pg.parse.pdf_layout import (
-    continues, document_vocabulary, outline_lines, page_blocks, page_width, split_after_first_sentence,
+    continues, document_vocabulary, heading_key, outline_lines, page_blocks, page_width, split_after_first_sentence,
     with_outline_headings, without_dot_leaders, without_page_furniture,
 )
 from windowrag_pg.parse.types import Block, ParsedDocument
@@ -43,6 +43,7 @@ def parse_pdf_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument:
     parts: list[str] = []
     items: list[Block | HeadingMark] = []
     length = 0
+    placed: set[str] = set()
     for page_number, block_text, heading in with_outline_headings(paged_blocks, entries):
         if parts:
             parts.append(BLOCK_SEPARATOR)
@@ -50,10 +51,18 @@ def parse_pdf_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument:
         parts.append(block_text)
         if heading is not None:
             items.append(HeadingMark(length, min(heading[0], 6), heading[1]))
+            placed.add(heading[1])
         items.append(Block("paragraph" if heading is None else "heading", length, length + len(block_text),
                            page=page_number))
         length += len(block_text)
     text = "".join(parts)
+    # a bookmark opens a section where its title is printed on its page: one not printed there
+    # (a tool's bookmarks, a title worded otherwise) opens none, and the reader is told
+    unplaced = [title for _, title, _ in entries if heading_key(title) and title not in placed]
+    if unplaced:
+        warnings = [*warnings, f"{len(unplaced)} of the outline's {len(entries)} entries are not printed on their "
+                               f"pages as headings ({', '.join(repr(t) for t in unplaced[:3])}"
+                               f"{', …' if len(unplaced) > 3 else ''}): no section opens at them"]
     return ParsedDocument(text=text, sections=build_sections(len(text), items), format="pdf", warnings=warnings,
                           title=title if title is not None else _metadata_title(reader))
 
