@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from windowrag_pg.parse import (
     decode_text,
     detect_format,
     parse_document,
+    parse_docx,
     parse_pdf,
 )
 from windowrag_pg.parse.types import ParsedDocument, Unit
@@ -532,6 +534,41 @@ def test_docx_headings_lists_tables_and_line_breaks() -> None:
     assert "ACME - Confidential" not in doc.text
     # list items marked as Markdown marks them, a nested one indented (its parent is told by it)
     assert "trade secrets.\n\n- Marketing plans\n\n  - Customer lists\n\n- Source code\n\n1.1" in doc.text
+
+
+def test_docx_text_in_tracked_insertions_content_controls_and_nested_tables_is_kept() -> None:
+    """python-docx's Paragraph.text reads runs and hyperlinks only, and its body skips content
+    controls: a tracked insertion, a landlord's name in a form field, a deposit clause in a
+    block content control and a nested table's cells were lost without a word. Deleted text
+    stays out."""
+    import docx
+    from docx.oxml import parse_xml
+
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    change = 'w:author="a" w:date="2024-01-01T00:00:00Z"'
+    document = docx.Document()
+    document.add_heading("Lease terms", 1)
+    document.add_paragraph("The rent is due monthly. ")._p.append(parse_xml(
+        f'<w:ins {w} w:id="1" {change}><w:r><w:t>A late fee of 50 EUR applies after five days.</w:t></w:r></w:ins>'))
+    edited = document.add_paragraph("Pets: ")
+    edited._p.append(parse_xml(f'<w:del {w} w:id="2" {change}><w:r><w:delText>never allowed</w:delText></w:r></w:del>'))
+    edited._p.append(parse_xml(f'<w:r {w}><w:t>allowed with consent.</w:t></w:r>'))
+    document.add_paragraph("Landlord: ")._p.append(parse_xml(
+        f'<w:sdt {w}><w:sdtContent><w:r><w:t>Harbor Estates Ltd</w:t></w:r></w:sdtContent></w:sdt>'))
+    document.element.body.insert(2, parse_xml(
+        f'<w:sdt {w}><w:sdtContent><w:p><w:r><w:t>The deposit equals three months of rent.</w:t></w:r></w:p>'
+        '</w:sdtContent></w:sdt>'))
+    table = document.add_table(rows=1, cols=2)
+    table.cell(0, 0).text = "Utilities"
+    nested = table.cell(0, 1).add_table(rows=1, cols=2)
+    nested.cell(0, 0).text, nested.cell(0, 1).text = "Water", "paid by the tenant"
+    buffer = io.BytesIO()
+    document.save(buffer)
+    doc = parse_docx(buffer.getvalue())
+    assert doc.text.split("\n\n") == [
+        "Lease terms", "The rent is due monthly. A late fee of 50 EUR applies after five days.",
+        "The deposit equals three months of rent.", "Pets: allowed with consent.", "Landlord: Harbor Estates Ltd",
+        "Utilities | Water paid by the tenant"]
 
 
 def test_a_docx_file_is_read_with_its_title_else_its_name(tmp_path) -> None:

@@ -99,7 +99,8 @@ class IngestReport:
 # 2: raw HTML in Markdown, "Dr."/"v.", wrapped plain text; 3: PDF page furniture, page breaks,
 # hyphenation, ligatures, outline sections; HTML pages read from their <main>; 4: a raw HTML
 # table row in Markdown is one unit, a Markdown page's front matter title is its title, HTML and
-# DOCX list items are written with their markers.
+# DOCX list items are written with their markers, DOCX insertions, content controls and nested
+# tables are read.
 UNITS_VERSION = 4
 
 

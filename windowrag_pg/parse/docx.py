@@ -5,9 +5,11 @@ Like HTML and PDF, a Word document has no character offsets of its own, so the s
 ("\\n\\n"). The body is read in order: a paragraph styled "Heading N" (or "Title") is a heading
 of level N that opens a section; a list paragraph (a list style, or Word's numbering) is a list
 item, written after "- " indented two spaces a nesting level; any other paragraph with text is a
-paragraph; each table row is a table row, its cells joined by " | " (a merged cell once). Line
-breaks inside a paragraph stay "\\n". Left out: page headers and footers (the same on every
-page), footnotes, comments, text boxes and pictures.
+paragraph; each table row is a table row, its cells joined by " | " (a merged cell once; a
+nested table's cells are its cell's text). Line breaks inside a paragraph stay "\\n". A
+paragraph's text is all of its runs', tracked insertions and content controls included (deleted
+text is not), and content controls holding whole paragraphs or tables are read through. Left out:
+page headers and footers (the same on every page), footnotes, comments, text boxes and pictures.
 The title is the document's own (File > Properties), else its first "Title" paragraph.
 """
 from __future__ import annotations
@@ -51,28 +53,29 @@ def parse_docx_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument
         items.append(Block(kind, length, length + len(text)))
         length += len(text)
 
-    for element in document.element.body.iterchildren():
-        tag = element.tag.rsplit("}", 1)[-1]
+    for element in _body_blocks(document.element.body):
+        tag = _local(element)
         if tag == "p":
             paragraph = Paragraph(element, document)
             style = (paragraph.style.name if paragraph.style is not None else "") or ""
             heading = _HEADING_STYLE.match(style)
+            text = _paragraph_text(element)
             if heading or style.lower() == "title":
                 level = int(heading.group(1)) if heading else 1
-                if not heading and first_title is None and paragraph.text.strip():
-                    first_title = " ".join(paragraph.text.split())
-                add("heading", paragraph.text, min(level, 6))
+                if not heading and first_title is None and text.strip():
+                    first_title = " ".join(text.split())
+                add("heading", text, min(level, 6))
             elif _LIST_STYLE.match(style) or element.pPr is not None and element.pPr.numPr is not None:
                 # written as Markdown writes a list item, "- " indented two spaces a level: the
                 # reader sees the list, and the search tells a nested item's parent by the indents
-                add("list_item", paragraph.text, marker="  " * _list_level(element, style) + LIST_MARKER)
+                add("list_item", text, marker="  " * _list_level(element, style) + LIST_MARKER)
             else:
-                add("paragraph", paragraph.text)
+                add("paragraph", text)
         elif tag == "tbl":
             for row in Table(element, document).rows:
                 cells: list[str] = []
                 for cell in row.cells:  # a merged cell comes back once per grid column it spans
-                    text = " ".join(cell.text.split())
+                    text = " ".join(_cell_text(cell._tc).split())
                     if text and (not cells or cells[-1] != text):
                         cells.append(text)
                 add("table_row", ROW_CELL_SEPARATOR.join(cells))
@@ -80,6 +83,69 @@ def parse_docx_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument
     sections = require_blocks(build_sections(len(text), items), "docx")
     return ParsedDocument(text=text, sections=sections, format="docx",
                           title=title if title is not None else _core_title(document) or first_title)
+
+
+# What a paragraph's text is not: deleted text (w:delText, inside w:del), field codes
+# (w:instrText), text boxes and drawings (left out, module docstring), the fallback copy of
+# alternate content (mc:Fallback repeats mc:Choice), footnote and comment references.
+_NOT_PARAGRAPH_TEXT = {"del", "txbxContent", "drawing", "pict", "object", "Fallback", "instrText", "delText"}
+
+
+def _local(element) -> str:
+    tag = element.tag
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def _body_blocks(container):
+    """The paragraphs and tables of CONTAINER in order, read through content controls (w:sdt: a
+    cover page, a contents block, a form's fields) and custom XML, which python-docx skips."""
+    for element in container.iterchildren():
+        tag = _local(element)
+        if tag in ("p", "tbl"):
+            yield element
+        elif tag == "sdt":
+            for content in element.iterchildren():
+                if _local(content) == "sdtContent":
+                    yield from _body_blocks(content)
+        elif tag == "customXml":
+            yield from _body_blocks(element)
+
+
+def _paragraph_text(paragraph) -> str:
+    """A paragraph's text in order: every run's, inside hyperlinks, tracked insertions (w:ins),
+    content controls, fields and smart tags too (python-docx's Paragraph.text reads runs and
+    hyperlinks only); tabs as a tab, breaks as a line break; deleted text and text boxes left out."""
+    parts: list[str] = []
+    stack = list(reversed(list(paragraph.iterchildren())))
+    while stack:
+        node = stack.pop()
+        tag = _local(node)
+        if tag in _NOT_PARAGRAPH_TEXT:
+            continue
+        if tag == "t":
+            parts.append(node.text or "")
+        elif tag in ("tab", "ptab"):
+            parts.append("\t")
+        elif tag in ("br", "cr"):
+            parts.append("\n")
+        elif tag == "noBreakHyphen":
+            parts.append("-")
+        elif tag != "pPr":
+            stack.extend(reversed(list(node.iterchildren())))
+    return "".join(parts)
+
+
+def _cell_text(cell) -> str:
+    """A table cell's text: its paragraphs and the rows of the tables nested in it."""
+    texts = []
+    for block in _body_blocks(cell):
+        if _local(block) == "p":
+            texts.append(_paragraph_text(block))
+        else:
+            for row in block.iterchildren():
+                if _local(row) == "tr":
+                    texts.extend(_cell_text(inner) for inner in row.iterchildren() if _local(inner) == "tc")
+    return " ".join(texts)
 
 
 def _list_level(element, style: str) -> int:
