@@ -1013,6 +1013,28 @@ def test_title_abbreviations_do_not_end_a_sentence() -> None:
     ]
 
 
+def test_an_html_page_laid_out_in_a_table_keeps_its_headings_paragraphs_and_code() -> None:
+    """Old sites and generated API docs put the whole page in a table cell: read as one row, it
+    was one unit without sections, its <pre> blocks glued ("make installwidget --init"). A row
+    holding headings, <pre> blocks or tables lays out a page and is read as blocks; a data row
+    with paragraphs in its cells stays a row."""
+    html = ("<html><body><table><tr><td><h1>Widget manual</h1><h2>Installation</h2>"
+            "<p>Run the installer as root.</p><pre>make install</pre><pre>widget --init</pre>"
+            "<h2>Configuration</h2><p>Edit widget.conf.</p></td></tr></table>"
+            "<table><tr><th>Plan</th><td><p>Basic.</p><p>Cheap.</p></td></tr></table></body></html>")
+    doc, units = parse_and_split(html, "html")
+    assert [(u.kind, doc.sections[u.section_ordinal].heading_path, u.text) for u in units] == [
+        ("heading", ("Widget manual",), "Widget manual"),
+        ("heading", ("Widget manual", "Installation"), "Installation"),
+        ("sentence", ("Widget manual", "Installation"), "Run the installer as root."),
+        ("code", ("Widget manual", "Installation"), "make install"),
+        ("code", ("Widget manual", "Installation"), "widget --init"),
+        ("heading", ("Widget manual", "Configuration"), "Configuration"),
+        ("sentence", ("Widget manual", "Configuration"), "Edit widget.conf."),
+        ("table_row", ("Widget manual", "Configuration"), "Plan | Basic. Cheap."),
+    ]
+
+
 def test_raw_html_in_markdown_gives_its_text_without_the_markup() -> None:
     text = """# Usage
 

@@ -156,9 +156,14 @@ def _collect_blocks(root: Tag, collector: _BlockCollector) -> None:
         elif name == "pre":
             flush()
             collector.add("code", node.get_text().strip("\r\n"))
-        elif name == "tr":
+        elif name == "tr" and not _lays_out_a_page(node):
             flush()
             collector.add("table_row", _row_text(node))
+        elif name == "tr":  # its cells hold the page: read as blocks (headings, paragraphs, code)
+            flush()
+            kinds.append("list_item" if kinds[-1] in ("li", "list_item") else "paragraph")
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(node.contents))
         elif name in HTML_BLOCK_TAGS:
             flush()
             if name in _LIST_ITEM_TAGS:
@@ -171,6 +176,12 @@ def _collect_blocks(root: Tag, collector: _BlockCollector) -> None:
         else:  # inline element: its text joins the running text
             stack.extend((child, False) for child in reversed(node.contents))
     flush()
+
+
+def _lays_out_a_page(row: Tag) -> bool:
+    """A row whose cells hold headings, preformatted blocks or tables lays out a page (old sites,
+    generated API docs): read as one row, the whole page was one unit without its sections."""
+    return row.find([*_HEADING_TAGS, "pre", "table"]) is not None
 
 
 def _row_text(row: Tag) -> str:
