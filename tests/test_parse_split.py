@@ -1013,6 +1013,25 @@ def test_title_abbreviations_do_not_end_a_sentence() -> None:
     ]
 
 
+def test_emphasised_question_markers_stay_with_their_question_and_dandas_end_sentences() -> None:
+    """"**Q. When are my benefits effective?**" came out as "**Q." and the question (19 such units
+    in the handbook's first 100 pages); Bling Fire does not end a sentence at a danda, so a Hindi
+    paragraph stayed one unit up to the unit cap."""
+    _, units = parse_and_split("# FAQ\n\n**Q. When are my benefits effective?**\nBenefits start on day one.\n\n"
+                               "**Q.** Is pay data anonymous?\n")
+    assert [u.text for u in units] == ["FAQ", "**Q. When are my benefits effective?**", "Benefits start on day one.",
+                                       "**Q.** Is pay data anonymous?"]
+    _, units = parse_and_split("दिल्ली भारत की राजधानी है। मुंबई सबसे बड़ा शहर है॥ कल हम चेन्नई जाएंगे।\n", "text")
+    assert [u.text for u in units] == ["दिल्ली भारत की राजधानी है।", "मुंबई सबसे बड़ा शहर है॥", "कल हम चेन्नई जाएंगे।"]
+
+
+def test_sphinx_permalinks_are_not_part_of_headings() -> None:
+    doc, units = parse_and_split('<h2>3. Packaging<a class="headerlink" href="#p" title="Link">¶</a></h2>'
+                                 "<p>Packages are built with sbuild.</p>", "html")
+    assert [s.heading_path for s in doc.sections] == [("3. Packaging",)]
+    assert [u.text for u in units] == ["3. Packaging", "Packages are built with sbuild."]
+
+
 def test_an_html_page_laid_out_in_a_table_keeps_its_headings_paragraphs_and_code() -> None:
     """Old sites and generated API docs put the whole page in a table cell: read as one row, it
     was one unit without sections, its <pre> blocks glued ("make installwidget --init"). A row

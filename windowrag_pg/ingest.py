@@ -100,7 +100,8 @@ class IngestReport:
 # hyphenation, ligatures, outline sections; HTML pages read from their <main>; 4: a raw HTML
 # table row in Markdown is one unit, a Markdown page's front matter title is its title, HTML and
 # DOCX list items are written with their markers, DOCX insertions, content controls and nested
-# tables are read, an HTML page laid out in a table is read as its blocks.
+# tables are read, an HTML page laid out in a table is read as its blocks, Sphinx permalinks are
+# dropped, "**Q." stays with its question, a danda ends a sentence.
 UNITS_VERSION = 4
 
 

@@ -75,6 +75,7 @@ class _BlockCollector:
 
 def parse_html(html: str, *, title: str | None = None) -> ParsedDocument:
     soup = BeautifulSoup(html, "html.parser")
+    _drop_permalinks(soup)
     _space_breaks(soup)
     collector = _BlockCollector()
     _collect_blocks(_main_content(soup), collector)
@@ -94,6 +95,13 @@ def _main_content(soup: BeautifulSoup) -> Tag:
         return soup
     inside, everything = len(mains[0].get_text(" ", strip=True)), len(soup.get_text(" ", strip=True))
     return mains[0] if inside >= min(_MAIN_MIN_CHARS, _MAIN_MIN_SHARE * everything) else soup
+
+
+def _drop_permalinks(soup: BeautifulSoup) -> None:
+    """The "¶" links Sphinx and MkDocs put after each heading (class "headerlink"): they went into
+    headings, section paths and contextual headers ("3. Python Packaging¶")."""
+    for link in soup.find_all("a", class_="headerlink"):
+        link.decompose()
 
 
 def _space_breaks(soup: BeautifulSoup) -> None:

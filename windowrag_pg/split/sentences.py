@@ -43,8 +43,8 @@ _UNIT_KIND_BY_BLOCK_KIND = {
 }
 # A "sentence" that is only an enumerator ("1.", "2.3", "(a)", "iv)"): Bling Fire cuts "1. Scope"
 # into "1." and "Scope"; such a piece is glued to the sentence after it.
-_ENUMERATOR_ONLY_RE = re.compile(
-    r"\(?(?:\d{1,3}(?:\.\d{1,3})*|[A-Za-z]|[ivx]{1,5}|[IVX]{1,5})[.)]?\)?"
+_ENUMERATOR_ONLY_RE = re.compile(  # (in Markdown's emphasis too: "**Q.**", "**A.")
+    r"[*_]{0,3}\(?(?:\d{1,3}(?:\.\d{1,3})*|[A-Za-z]|[ivx]{1,5}|[IVX]{1,5})[.)]?\)?[*_]{0,3}"
 )
 # Abbreviations after which Bling Fire sometimes cuts, though they seldom end a sentence: titles
 # before a name, "v." between the parties of a case; "No." only before a number ("No. 3").
@@ -122,11 +122,27 @@ _SENTENCE_END_RE = re.compile(r"[.!?。！？][\"')\]»”’]*\Z")
 
 def sentence_spans(text: str, start: int, end: int) -> list[Span]:
     """Stripped sentence spans of ``text[start:end]`` (absolute offsets), by Bling Fire."""
-    if end - start > SENTENCE_SCAN_CHARS:
-        return [piece for span in _long_sentence_spans(text, start, end)
-                for piece in clause_spans(text, *span)]
-    return [piece for span in _scanned_sentence_spans(text, start, end)
-            for piece in clause_spans(text, *span)]
+    scanned = (_long_sentence_spans if end - start > SENTENCE_SCAN_CHARS else _scanned_sentence_spans)(text, start, end)
+    return [piece for span in scanned for sentence in _danda_spans(text, span)
+            for piece in clause_spans(text, *sentence)]
+
+
+# Bling Fire does not end a sentence at the danda ("।", "॥") of Hindi, Marathi, Nepali, Bengali
+# ...: a paragraph stayed one unit up to the unit cap.
+_DANDA_END_RE = re.compile(r"[।॥]+(?=\s)")
+
+
+def _danda_spans(text: str, span: Span) -> list[Span]:
+    """SPAN cut after each danda followed by white space."""
+    start, end = span
+    if "।" not in text[start:end] and "॥" not in text[start:end]:
+        return [span]
+    pieces, piece_start = [], start
+    for danda in _DANDA_END_RE.finditer(text, start, end):
+        pieces.append(_strip(text, piece_start, danda.end()))
+        piece_start = danda.end()
+    pieces.append(_strip(text, piece_start, end))
+    return [piece for piece in pieces if piece[0] < piece[1]]
 
 
 def _long_sentence_spans(text: str, start: int, end: int) -> list[Span]:
