@@ -34,15 +34,20 @@ BEGIN
     RETURN found;
 END $$;
 
--- Distinct lexemes of a query under the collection's text search configuration. A NULL query
--- text is refused (migration 0031): bm25_search and candidate_sentences, which read the query's
--- words through this, returned nothing or dense hits alone for it, without a word.
+-- Distinct lexemes of a query under the collection's text search configuration, read in the
+-- composed (NFC) form as the sentences' tsvectors are (sql/insert_staged_sentences.sql, migration
+-- 0031): "é" typed as e + a combining accent and "é" are one word. A NULL query text is refused
+-- (0031): bm25_search and candidate_sentences, which read the query's words through this,
+-- returned nothing or dense hits alone for it, without a word.
 CREATE OR REPLACE FUNCTION windowrag.query_lexemes(config regconfig, query_text text) RETURNS text[]
 LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
 BEGIN
     IF query_text IS NULL THEN
         RAISE EXCEPTION 'windowrag: query_text must not be NULL: BM25 and the sentence values read the query''s words (pass its text)'
             USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF current_setting('server_encoding') = 'UTF8' THEN  -- (normalize needs a UTF8 server)
+        query_text := normalize(query_text, NFC);
     END IF;
     RETURN (SELECT coalesce(array_agg(DISTINCT l ORDER BY l), '{}')
             FROM unnest(tsvector_to_array(to_tsvector(config, query_text))) l);
@@ -278,7 +283,9 @@ BEGIN
             FROM windowrag.sentences s
             WHERE s.collection_id = cid
               AND s.document_id = ANY (document_ids)
-              AND s.tsv @@ replace(plainto_tsquery(config, query_text)::text, ' & ', ' | ')::tsquery
+              AND s.tsv @@ replace(plainto_tsquery(config, CASE WHEN current_setting('server_encoding') = 'UTF8'
+                                                                THEN normalize(query_text, NFC) ELSE query_text END
+                                                   )::text, ' & ', ' | ')::tsquery  -- NFC as query_lexemes (0031)
         ), scored AS (
             SELECT m.id AS sentence_id,
                    round(sum(q.idf * windowrag.bm25_term_weight(cardinality(u.positions), m.bm25_length, avg_length, k1, b))::numeric, 9)::float8 AS score

@@ -542,6 +542,40 @@ def test_0031_a_null_query_text_is_refused_and_a_window_over_sections_is_cited_b
         assert refused() == [True] * 4
 
 
+def test_0031_bm25_reads_queries_and_sentences_in_their_composed_form_down_and_up(db_url, embedder):
+    """0031: "Jérôme" typed as e + a combining accent (NFD, text copied on macOS) and composed
+    (NFC) are one word to BM25: the sentences' tsvectors and the query are read in NFC (the
+    stored text keeps its form). At 0030 the NFD query found nothing; the filtered path too."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFD", "Le pâtissier Jérôme prépare les éclairs chaque matin.")
+    with candidates_of_markdown(db_url, embedder, "migration_0031_nfc_test", text, "éclairs") as (conn, _, _c):
+        stored, document = conn.execute("SELECT s.text, s.document_id FROM windowrag.sentences s").fetchone()
+        assert stored == text  # the text as given: offsets into it hold
+        query = unicodedata.normalize("NFD", "Jérôme éclairs")
+        bm25 = "SELECT count(*) FROM windowrag.bm25_search('c', %s, 10{})"
+
+        def found() -> tuple[int, int]:
+            return (conn.execute(bm25.format(""), [query]).fetchone()[0],
+                    conn.execute(bm25.format(", document_ids => %s"), [query, [document]]).fetchone()[0])
+
+        composed = unicodedata.normalize("NFC", query)
+        assert found() == (1, 1) and conn.execute(bm25.format(""), [composed]).fetchone()[0] == 1
+        db.downgrade(conn, "0030")
+        assert found() == (0, 0)
+        # a sentence stored before 0031: its tsvector of the text as given (NFD)
+        conn.execute("ALTER TABLE windowrag.sentences DISABLE TRIGGER sentences_no_update")
+        conn.execute("UPDATE windowrag.sentences SET tsv = to_tsvector('english', text)")
+        conn.execute("ALTER TABLE windowrag.sentences ENABLE TRIGGER sentences_no_update")
+        conn.execute("SELECT windowrag.bm25_rebuild(id) FROM windowrag.collections")
+        assert found() == (1, 1) and conn.execute(bm25.format(""), [composed]).fetchone()[0] == 0
+        db.upgrade(conn)  # recomposed: either form finds it
+        assert found() == (1, 1) and conn.execute(bm25.format(""), [composed]).fetchone()[0] == 1
+        assert conn.execute("SELECT bool_and(tsv = to_tsvector('english', normalize(text, NFC)))"
+                            " FROM windowrag.sentences").fetchone()[0]
+        assert conn.execute("SELECT tgenabled FROM pg_trigger WHERE tgname = 'sentences_no_update'").fetchone()[0] == "O"
+
+
 def test_a_lead_in_is_looked_for_among_the_200_units_above_an_item(db_url, embedder):
     """The block a list item is in is found by a backward scan, bounded so that a page of
     thousands of items costs a query no more than 200 units each: an item further down has no

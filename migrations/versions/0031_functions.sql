@@ -1,8 +1,8 @@
--- Frozen by migration 0031 (a NULL query text or sentence id is refused by name; a window that
--- runs over several sections, clamp 'document', is cited by the headings they share): what it
--- replaced, as 0030 had it, with the comments. 0031's downgrade runs this; the upgrades of 0030
--- and earlier run it after sql/functions.sql so that a database stopped there has what it had.
--- Never edit.
+-- Frozen by migration 0031 (a NULL query text or sentence id is refused by name; a query is read
+-- in its composed, NFC, form; a window that runs over several sections, clamp 'document', is
+-- cited by the headings they share): what it replaced, as 0030 had it, with the comments.
+-- 0031's downgrade runs this; the upgrades of 0030 and earlier run it after sql/functions.sql so
+-- that a database stopped there has what it had. Never edit.
 
 CREATE OR REPLACE FUNCTION windowrag.query_lexemes(config regconfig, query_text text) RETURNS text[]
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
@@ -12,6 +12,229 @@ $$;
 COMMENT ON FUNCTION windowrag.query_lexemes(regconfig, text) IS
 'The distinct lexemes BM25 looks up for a query text under a text search configuration.';
 
+
+CREATE OR REPLACE FUNCTION windowrag.bm25_search(
+    collection text, query_text text, n integer DEFAULT 50,
+    document_ids bigint[] DEFAULT NULL,
+    k1 float8 DEFAULT 1.2, b float8 DEFAULT 0.75, per_term_limit integer DEFAULT 2000,
+    shortlist_size integer DEFAULT NULL)
+RETURNS TABLE (sentence_id bigint, score float8, rank integer)
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+DECLARE
+    cid integer := windowrag.collection_id(collection);
+    config regconfig;
+    lexemes text[];
+    n_sentences float8;
+    avg_length float8;
+    stale bigint;
+    term_lexemes text[];
+    term_idfs float8[];
+    term_lengths bigint[];
+    term_recent_lengths bigint[];
+    term_row_lengths bigint[];
+    exact_sums boolean;
+    whole_postings bigint;
+    cut_postings bigint;
+    shortlist_length integer;
+    shortlist_ids bigint[];
+    shortlist_sums float8[];
+    native boolean := to_regtype('windowrag_native.bm25_sums') IS NOT NULL;
+    -- re-scoring one shortlisted candidate (a row fetch and its tsvector) costs about as much
+    -- as reading, weighing and summing this many postings: 12 in SQL (docs/performance.md, 0013
+    -- section), ~100 in C (0016)
+    rescore_cost integer := CASE WHEN native THEN 100 ELSE 12 END;
+BEGIN
+    -- the argument checks (migration 0027) run only when one would fail: inline comparisons cost
+    -- ~nothing, the calls ~0.1 ms a search in all (NaN compares above every number in Postgres)
+    IF num_nulls(n, k1, b, per_term_limit) > 0 OR NOT (n BETWEEN 0 AND 1000 AND k1 >= 0 AND k1 < 'Infinity'
+            AND b BETWEEN 0 AND 1 AND per_term_limit >= 1 AND coalesce(shortlist_size, 1) >= 1) THEN
+        PERFORM windowrag.check_not_null('bm25_search', jsonb_build_object('n', n, 'k1', k1, 'b', b, 'per_term_limit', per_term_limit));
+        PERFORM windowrag.check_number('bm25_search', 'n', n, 0, 1000);  -- 0: no list (hybrid_search's single-list modes)
+        PERFORM windowrag.check_number('bm25_search', 'k1', k1, 0);
+        PERFORM windowrag.check_number('bm25_search', 'b', b, 0, 1);
+        PERFORM windowrag.check_number('bm25_search', 'per_term_limit', per_term_limit, 1);
+        PERFORM windowrag.check_number('bm25_search', 'shortlist_size', shortlist_size, 1);  -- NULL: max(4 n, 200)
+    END IF;
+    PERFORM windowrag.check_search_limits(collection => collection, query_text => query_text, n => n);
+    SELECT c.ts_config INTO config FROM windowrag.collections c WHERE c.id = cid;
+    lexemes := windowrag.query_lexemes(config, query_text);
+    SELECT s.n_sentences, s.total_length::float8 / nullif(s.n_sentences, 0), s.stale_postings
+      INTO n_sentences, avg_length, stale
+      FROM windowrag.bm25_stats s WHERE s.collection_id = cid;
+    IF cardinality(lexemes) = 0 OR coalesce(n_sentences, 0) = 0 OR n <= 0 THEN
+        RETURN;
+    END IF;
+    IF document_ids IS NULL THEN
+        -- Each query term with its idf and the length its list is cut to: NULL (read whole) for a
+        -- term with at most per_term_limit postings (packed lists may also hold postings of
+        -- deleted sentences); a longer list is cut at a length that follows the term's share of
+        -- the score: per_term_limit for the rarest query term, half as many at half its idf, never
+        -- below n (n matching sentences give n results). A cut list's length is shared between its
+        -- packed blocks and its posting rows in proportion to their postings (each part at least
+        -- n when it holds that many), as one packed list of the same length would be read. Reading
+        -- the full length from both read up to twice the postings, half of them as rows: at 1M
+        -- sentences with 20% of the postings as rows, +1.38 ms p50 on this function against +0.55
+        -- since (migration 0020; benchmarks/pending_postings.py).
+        SELECT array_agg(c.lexeme), array_agg(c.idf),
+               array_agg(CASE WHEN c.df <= per_term_limit THEN NULL
+                              ELSE least(c.packed - c.recent, greatest(ceil(c.cut_length * (c.packed - c.recent)::float8 / c.df)::bigint, n)) END),
+               array_agg(CASE WHEN c.df <= per_term_limit THEN NULL
+                              ELSE least(c.recent, greatest(ceil(c.cut_length * c.recent::float8 / c.df)::bigint, n)) END),
+               array_agg(CASE WHEN c.df <= per_term_limit THEN NULL
+                              ELSE least(c.df - c.packed, greatest(ceil(c.cut_length * (c.df - c.packed)::float8 / c.df)::bigint, n)) END),
+               sum(c.df), sum(CASE WHEN c.df <= per_term_limit THEN c.df ELSE c.cut_length END)
+          INTO term_lexemes, term_idfs, term_lengths, term_recent_lengths, term_row_lengths, whole_postings, cut_postings
+        FROM (SELECT t.lexeme, t.df, t.idf, least(t.packed_df, t.df)::bigint AS packed,
+                     least(t.recent_df, t.packed_df, t.df)::bigint AS recent,
+                     greatest(n, ceil(per_term_limit * t.idf / max(t.idf) OVER ()))::bigint AS cut_length
+              FROM (SELECT t.lexeme, t.df, t.packed_df, t.recent_df, ln(1 + (n_sentences - t.df + 0.5) / (t.df + 0.5)) AS idf
+                    FROM windowrag.bm25_terms t
+                    WHERE t.collection_id = cid AND t.lexeme = ANY (lexemes)) t) c;
+        IF term_lexemes IS NULL THEN
+            RETURN;
+        END IF;
+        -- Every list is read whole, and phase 1 is the exact answer, when none holds a deleted
+        -- sentence and reading the long lists whole costs no more than cutting them and
+        -- re-scoring the shortlist (so always when every list is within per_term_limit).
+        exact_sums := stale = 0
+            AND whole_postings <= cut_postings + rescore_cost * coalesce(shortlist_size, greatest(4 * n, 200));
+        -- exact sums need no re-scoring, only rounding (float8 -> numeric, ~1 µs each): the top
+        -- n and a margin for sums that tie with the n-th once rounded
+        shortlist_length := CASE WHEN exact_sums THEN n + 16
+                                 ELSE coalesce(shortlist_size, greatest(4 * n, 200)) END;
+        IF exact_sums THEN
+            -- every list whole (unnest pads a NULL array with NULLs: no LIMIT)
+            term_lengths := NULL;
+            term_recent_lengths := NULL;
+            term_row_lengths := NULL;
+        END IF;
+        -- phase 1: each term's strongest postings (all of them when exact_sums), each with its
+        -- exact part of the score, read from the term's packed blocks (impact order: block 0
+        -- holds the strongest) and from the postings written since the last pack, summed per
+        -- sentence: its exact score when exact_sums, otherwise a lower bound (the parts of cut
+        -- lists not read are missing). The best shortlist_length sums go on to phase 2.
+        IF native THEN
+            -- The optional C extension (sql/native) weighs and sums whole blocks: the same
+            -- postings and formula, without an executor row per posting (~0.7 µs each).
+            SELECT (r.sums).sentence_ids, (r.sums).sums INTO shortlist_ids, shortlist_sums
+            FROM (SELECT windowrag_native.bm25_sums(x.sentence_ids, x.tfs, x.lengths, x.idf,
+                                                    avg_length, k1, b, shortlist_length) AS sums
+                  FROM unnest(term_lexemes, term_idfs, term_lengths, term_recent_lengths, term_row_lengths)
+                       AS q (lexeme, idf, list_length, recent_length, rows_length)
+                  CROSS JOIN LATERAL (
+                      (SELECT blk.sentence_ids, blk.tfs, blk.lengths, q.idf FROM windowrag.bm25_blocks blk
+                       WHERE blk.collection_id = cid AND blk.lexeme = q.lexeme AND blk.block >= 0
+                       ORDER BY blk.block
+                       LIMIT (q.list_length + 127) / 128)  -- 128 postings a block
+                      UNION ALL
+                      (SELECT blk.sentence_ids, blk.tfs, blk.lengths, q.idf FROM windowrag.bm25_blocks blk
+                       WHERE blk.collection_id = cid AND blk.lexeme = q.lexeme AND blk.block < 0
+                       ORDER BY blk.block DESC  -- the recent tier: -1 holds its strongest
+                       LIMIT (q.recent_length + 127) / 128)
+                      UNION ALL
+                      SELECT array_agg(p.sentence_id), array_agg(p.tf::smallint), array_agg(p.doc_length), q.idf
+                      FROM (SELECT p.sentence_id, p.tf, p.doc_length FROM windowrag.bm25_postings p
+                            WHERE p.collection_id = cid AND p.lexeme = q.lexeme
+                            ORDER BY p.impact DESC
+                            LIMIT q.rows_length) p) x) r;
+        ELSE
+            SELECT array_agg(sl.sentence_id ORDER BY sl.w DESC, sl.sentence_id),
+                   array_agg(sl.w ORDER BY sl.w DESC, sl.sentence_id)
+              INTO shortlist_ids, shortlist_sums
+            FROM (
+                SELECT top.sentence_id, sum(top.w) AS w
+                FROM (
+                    SELECT t.sentence_id,
+                           q.idf * windowrag.bm25_term_weight(t.tf, t.doc_length, avg_length, k1, b) AS w
+                    FROM unnest(term_lexemes, term_idfs, term_lengths, term_recent_lengths, term_row_lengths)
+                         AS q (lexeme, idf, list_length, recent_length, rows_length)
+                    CROSS JOIN LATERAL (
+                        SELECT x.sentence_id, x.tf, x.doc_length FROM (
+                            (SELECT p.sentence_id, p.tf, p.doc_length FROM windowrag.bm25_postings p
+                             WHERE p.collection_id = cid AND p.lexeme = q.lexeme
+                             ORDER BY p.impact DESC
+                             LIMIT q.rows_length)
+                            UNION ALL
+                            -- unnest in the select list streams the three arrays in step; unnest(a, b, c)
+                            -- in FROM would copy each block into a tuplestore first (-14% p50 at 100k)
+                            SELECT unnest(bl.sentence_ids), unnest(bl.tfs)::integer, unnest(bl.lengths)
+                            FROM ((SELECT blk.sentence_ids, blk.tfs, blk.lengths FROM windowrag.bm25_blocks blk
+                                   WHERE blk.collection_id = cid AND blk.lexeme = q.lexeme AND blk.block >= 0
+                                   ORDER BY blk.block
+                                   LIMIT (q.list_length + 127) / 128)  -- 128 postings a block
+                                  UNION ALL
+                                  (SELECT blk.sentence_ids, blk.tfs, blk.lengths FROM windowrag.bm25_blocks blk
+                                   WHERE blk.collection_id = cid AND blk.lexeme = q.lexeme AND blk.block < 0
+                                   ORDER BY blk.block DESC  -- the recent tier: -1 holds its strongest
+                                   LIMIT (q.recent_length + 127) / 128)) bl
+                        ) x) t  -- (up to 127 postings past list_length from the last block: more candidates, no sort)
+                ) top
+                GROUP BY top.sentence_id
+                -- (Rounded below, not here: there may be thousands of sums. The shortlist holds
+                -- the top n by the rounded scores unless more than shortlist_length - n sums tie
+                -- with the n-th within 1e-9; identical sentences have identical sums.)
+                ORDER BY sum(top.w) DESC, top.sentence_id
+                LIMIT shortlist_length) sl;
+        END IF;
+        -- phase 2 (lists cut): each candidate's exact score from its own tsvector (one row fetch
+        -- per candidate; the join also drops packed postings of deleted sentences)
+        IF NOT exact_sums AND native THEN
+            -- in C: the tsvector read in place (SQL unnests it and joins it to the query terms);
+            -- a candidate without a query term has no row there, nor here
+            SELECT array_agg(x.sentence_id), array_agg(x.score) INTO shortlist_ids, shortlist_sums
+            FROM (SELECT sl.sentence_id,
+                         windowrag_native.bm25_score(s.tsv, term_lexemes, term_idfs, s.bm25_length,
+                                                     avg_length, k1, b) AS score
+                  FROM unnest(shortlist_ids) AS sl (sentence_id)
+                  JOIN windowrag.sentences s ON s.id = sl.sentence_id) x
+            WHERE x.score > 0;
+        ELSIF NOT exact_sums THEN
+            SELECT array_agg(x.sentence_id), array_agg(x.score) INTO shortlist_ids, shortlist_sums
+            FROM (SELECT sl.sentence_id,
+                         sum(q.idf * windowrag.bm25_term_weight(cardinality(u.positions), s.bm25_length,
+                                                                avg_length, k1, b)) AS score
+                  FROM unnest(shortlist_ids) AS sl (sentence_id)
+                  JOIN windowrag.sentences s ON s.id = sl.sentence_id
+                  CROSS JOIN LATERAL unnest(s.tsv) u
+                  JOIN unnest(term_lexemes, term_idfs) AS q (lexeme, idf) ON q.lexeme = u.lexeme
+                  GROUP BY sl.sentence_id) x;
+        END IF;
+        RETURN QUERY
+        SELECT sc.sentence_id, sc.score, (row_number() OVER (ORDER BY sc.score DESC, sc.sentence_id))::integer
+        FROM (SELECT u.sentence_id, round(u.w::numeric, 9)::float8 AS score
+              FROM unnest(shortlist_ids, shortlist_sums) AS u (sentence_id, w)) sc
+        ORDER BY sc.score DESC, sc.sentence_id
+        LIMIT n;
+    ELSE
+        RETURN QUERY
+        WITH q AS (
+            SELECT t.lexeme, ln(1 + (n_sentences - t.df + 0.5) / (t.df + 0.5)) AS idf
+            FROM windowrag.bm25_terms t
+            WHERE t.collection_id = cid AND t.lexeme = ANY (lexemes)
+        ), matching AS (
+            SELECT s.id, s.tsv, s.bm25_length
+            FROM windowrag.sentences s
+            WHERE s.collection_id = cid
+              AND s.document_id = ANY (document_ids)
+              AND s.tsv @@ replace(plainto_tsquery(config, query_text)::text, ' & ', ' | ')::tsquery
+        ), scored AS (
+            SELECT m.id AS sentence_id,
+                   round(sum(q.idf * windowrag.bm25_term_weight(cardinality(u.positions), m.bm25_length, avg_length, k1, b))::numeric, 9)::float8 AS score
+            FROM matching m
+            CROSS JOIN LATERAL unnest(m.tsv) u
+            JOIN q ON q.lexeme = u.lexeme
+            GROUP BY m.id
+        )
+        SELECT sc.sentence_id, sc.score, (row_number() OVER (ORDER BY sc.score DESC, sc.sentence_id))::integer
+        FROM scored sc
+        ORDER BY sc.score DESC, sc.sentence_id
+        LIMIT n;
+    END IF;
+END $$;
+COMMENT ON FUNCTION windowrag.bm25_search(text, text, integer, bigint[], double precision, double precision,
+    integer, integer) IS
+'The n best sentences by BM25 (Okapi, k1 and b) over the collection''s postings (packed in bm25_blocks, and rows of bm25_postings written since the last pack); exact scores, those of rank-bm25.';
 
 CREATE OR REPLACE FUNCTION windowrag.search_windows(
     collection text, query_text text, query_embedding vector,
