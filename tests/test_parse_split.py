@@ -1225,3 +1225,42 @@ def test_a_raw_html_table_row_is_one_unit_from_its_first_cell_to_its_last():
         ("sentence", "After."),
     ]
     assert all(doc.text[u.start_char:u.end_char] == u.text for u in units)
+
+
+def test_decode_text_utf16_and_declared_html_charsets() -> None:
+    notepad = "\ufeffCafé au lait.\r\nSecond line.".encode("utf-16-le")
+    assert decode_text(b"\xff\xfe" + notepad[2:], "notes.txt") == "Café au lait.\r\nSecond line."
+    assert decode_text("Big endian – yes.".encode("utf-16"), "be.txt").endswith("yes.")
+    # An older page in windows-1252, declared two ways; Latin-1's label reads as windows-1252 (curly quotes).
+    body = "<p>\u201cCaf\u00e9\u201d \u2013 na\u00efve</p>"
+    for head in ('<meta charset="iso-8859-1">', '<META HTTP-EQUIV="Content-Type" CONTENT="text/html; charset=windows-1252">',
+                 '<?xml version="1.0" encoding="ISO-8859-1"?>'):
+        data = (f"<html><head>{head}</head><body>" + body + "</body></html>").encode("cp1252")
+        assert body in decode_text(data, "old.html", html=True)
+        with pytest.raises(ParseError, match=r"old\.txt: invalid UTF-8 at byte offset"):
+            decode_text(data, "old.txt")  # a declaration is read in HTML only
+    cyrillic = '<meta charset="windows-1251"><p>Привет</p>'.encode("cp1251")
+    assert "Привет" in decode_text(cyrillic, "ru.html", html=True)
+    # Valid UTF-8 wins over a stale declaration; an unknown charset and bytes invalid in the declared one are named.
+    assert "Café" in decode_text('<meta charset="iso-8859-1"><p>Café</p>'.encode(), "new.html", html=True)
+    with pytest.raises(ParseError, match=r"x\.html: invalid UTF-8 at byte offset \d+ .*declares charset 'klingon-8'"):
+        decode_text(b'<meta charset="klingon-8"><p>\xe9</p>', "x.html", html=True)
+    with pytest.raises(ParseError, match=r"y\.html: neither UTF-8 .* nor its declared charset 'shift_jis'"):
+        decode_text(b'<meta charset="shift_jis"><p>\x81\xff\xe9</p>', "y.html", html=True)
+
+
+def test_html_file_in_its_declared_charset_is_parsed(tmp_path) -> None:
+    from windowrag_pg.sources import SourceDocument, iter_sources
+
+    page = tmp_path / "old.html"
+    page.write_bytes('<html><head><meta charset="iso-8859-1"><title>Caf\u00e9</title></head>'
+                     '<body><h1>Men\u00fc</h1><p>\u201cCr\u00e8me br\u00fbl\u00e9e\u201d costs 5 \u20ac.</p></body></html>'
+                     .encode("cp1252"))
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes("Se\u00f1or Jos\u00e9 wrote this in Notepad.".encode("utf-16"))
+    read = {item.origin: item for item in iter_sources([page, notes])}
+    assert all(isinstance(item, SourceDocument) for item in read.values())
+    parsed = parse_document(read[str(page)].text, "html")
+    assert parsed.sections[-1].heading_path[-1] == "Men\u00fc"
+    assert "\u201cCr\u00e8me br\u00fbl\u00e9e\u201d costs 5 \u20ac." in parsed.text
+    assert read[str(notes)].text == "Se\u00f1or Jos\u00e9 wrote this in Notepad."

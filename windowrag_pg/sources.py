@@ -127,7 +127,7 @@ def _read_file(path: Path, *, external_id: str) -> Iterator[SourceDocument | Sou
                              origin=str(path))
         return
     try:
-        text = decode_text(data, str(path))
+        text = decode_text(data, str(path), html=fmt == "html")
     except ParseError as exc:  # its message starts with the name, which the SourceError carries
         yield SourceError(str(path), str(exc).removeprefix(f"{path}: "))
         return

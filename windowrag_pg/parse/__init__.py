@@ -19,6 +19,7 @@ extract (see ``html.py``, ``pdf.py``, ``docx.py``) and all offsets point into th
 """
 from __future__ import annotations
 
+import codecs
 import os
 import re
 from dataclasses import dataclass
@@ -143,18 +144,44 @@ def check_document_size(size: int, what: str = "document") -> None:
         )
 
 
-def decode_text(data: bytes, name: str) -> str:
-    """Decode file bytes as UTF-8 (a leading BOM is dropped); refuse invalid UTF-8 and binary junk."""
+def decode_text(data: bytes, name: str, *, html: bool = False) -> str:
+    """Decode file bytes as text; refuse invalid text and binary junk.
+
+    UTF-8 (a leading BOM is dropped), or UTF-16 after its BOM (Windows Notepad's "Unicode"). An
+    HTML file that is not valid UTF-8 is decoded in the charset it declares in its first 1,024
+    bytes (``<meta charset>``, ``http-equiv`` Content-Type or an XML declaration), as browsers
+    read it: older pages are often windows-1252 or Latin-1.
+    """
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return _checked_text(data.decode("utf-16"), name)
+        except UnicodeDecodeError as error:
+            raise ParseError(f"{name}: invalid UTF-16 after its byte order mark at byte offset {error.start} "
+                             f"({error.reason})") from None
     nul_at = data.find(b"\x00")
     if nul_at >= 0:
-        # Checked before decoding: UTF-16 text and binaries both show up as NUL bytes.
+        # Checked before decoding: UTF-16 text without a BOM and binaries both show up as NUL bytes.
         raise ParseError(f"{name}: looks binary (NUL byte at byte offset {nul_at})")
     try:
-        text = data.decode("utf-8-sig")
+        return _checked_text(data.decode("utf-8-sig"), name)
+    except UnicodeDecodeError as error:
+        utf8_error = error
+    charset = declared_charset(data) if html else None
+    if charset is None or python_codec(charset) in (None, "utf-8"):
+        shown = f" (it declares charset {charset!r})" if charset and python_codec(charset) is None else ""
+        raise ParseError(
+            f"{name}: invalid UTF-8 at byte offset {utf8_error.start} ({utf8_error.reason}){shown}"
+        )
+    try:
+        return _checked_text(data.decode(python_codec(charset)), name)
     except UnicodeDecodeError as error:
         raise ParseError(
-            f"{name}: invalid UTF-8 at byte offset {error.start} ({error.reason})"
+            f"{name}: neither UTF-8 (byte offset {utf8_error.start}) nor its declared charset {charset!r} "
+            f"(byte offset {error.start}: {error.reason})"
         ) from None
+
+
+def _checked_text(text: str, name: str) -> str:
     if text:
         junk = len(_JUNK_CONTROL_RE.findall(text))
         if junk / len(text) > _MAX_JUNK_CONTROL_SHARE:
@@ -162,6 +189,36 @@ def decode_text(data: bytes, name: str) -> str:
                 f"{name}: looks binary ({junk} control characters in {len(text)} characters)"
             )
     return text
+
+
+# A charset declared near the start of an HTML file: <meta charset="...">, <meta
+# http-equiv="Content-Type" content="text/html; charset=...">, <?xml ... encoding="..."?>.
+_DECLARED_CHARSET_RE = re.compile(
+    rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)|<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._:-]+)""",
+    re.IGNORECASE,
+)
+# WHATWG's Encoding Standard reads these labels as windows-1252 (so do browsers): pages labelled
+# Latin-1 or ASCII hold its curly quotes and dashes (0x80-0x9F) more often than C1 controls.
+_WINDOWS_1252_LABELS = frozenset({"iso-8859-1", "iso8859-1", "latin1", "latin-1", "l1", "ascii", "us-ascii",
+                                   "windows-1252", "cp1252", "x-cp1252", "iso_8859-1", "cp819", "ibm819"})
+
+
+def declared_charset(data: bytes) -> str | None:
+    """The charset an HTML file declares in its first 1,024 bytes (as browsers prescan), or None."""
+    found = _DECLARED_CHARSET_RE.search(data[:1024])
+    if found is None:
+        return None
+    return (found.group(1) or found.group(2)).decode("ascii").lower()
+
+
+def python_codec(charset: str) -> str | None:
+    """Python's codec for an HTML charset label, or None when Python has none."""
+    if charset in _WINDOWS_1252_LABELS:
+        return "cp1252"
+    try:
+        return codecs.lookup(charset).name
+    except LookupError:
+        return None
 
 
 def check_text(text: object) -> str:
