@@ -1264,3 +1264,43 @@ def test_html_file_in_its_declared_charset_is_parsed(tmp_path) -> None:
     assert parsed.sections[-1].heading_path[-1] == "Men\u00fc"
     assert "\u201cCr\u00e8me br\u00fbl\u00e9e\u201d costs 5 \u20ac." in parsed.text
     assert read[str(notes)].text == "Se\u00f1or Jos\u00e9 wrote this in Notepad."
+
+
+def test_a_man_page_rendered_to_text_is_read_as_wrapped_prose() -> None:
+    # `man tar | col -b`: options over indented descriptions wrapped at 80 columns (tabs kept).
+    text = (
+        "TAR(1)\t\t\t\tGNU TAR Manual\t\t\t\tTAR(1)\n\nNAME\n       tar - an archiving utility\n\n"
+        "OPTIONS\n"
+        "       -g, --listed-incremental=FILE\n"
+        "\t      Handle new GNU-format incremental backups.  FILE is the name  of\n"
+        "\t      a\t snapshot  file, where tar stores additional information which\n"
+        "\t      is used to decide which files changed since the previous\tincre‐\n"
+        "\t      mental  dump  and,  consequently, must be dumped again.\n\n"
+        "       --hole-detection=METHOD\n"
+        "\t      Use METHOD to detect holes in sparse files.  This option implies\n"
+        "\t      --sparse.\t Valid values for METHOD are seek and raw.  Default is\n"
+        "\t      seek with fallback to raw when not applicable.\n\n"
+        "       -n, --seek\n"
+        "\t      Assume  the  archive is seekable.\t Normally tar determines auto‐\n"
+        "\t      matically whether the archive can be seeked or not.  This option\n"
+        "\t      is  intended  for\t use in cases when such recognition fails.\n\n"
+        "AUTHORS\n       Jeff King (5):\n             send-email: drop FakeTerm hack\n"
+        "             ci: avoid a bare gcc\n\n"
+        "NOTES\n"
+        "     * A bullet item whose text runs past the end of its first line goes\n"
+        "       on under its text, and stays one item with its continuation.\n"
+        "     * See the changelog for the whole list of the changes made this year\n"
+        "       /usr/share/doc/tar/changelog-of-the-gnu-tar-project-since-1999.gz\n"
+    )
+    _, units = parse_and_split(text, "text")
+    texts = [" ".join(u.text.split()) for u in units]
+    assert "FILE is the name of a snapshot file, where tar stores additional information which is used to " \
+           "decide which files changed since the previous incre‐ mental dump and, consequently, must be " \
+           "dumped again." in texts
+    assert "This option implies --sparse." in texts
+    assert "Normally tar determines auto‐ matically whether the archive can be seeked or not." in texts
+    assert "-n, --seek" in texts and "Assume the archive is seekable." in texts
+    assert "send-email: drop FakeTerm hack" in texts and "ci: avoid a bare gcc" in texts
+    assert "* A bullet item whose text runs past the end of its first line goes on under its text, and stays " \
+           "one item with its continuation." in texts
+    assert any(t.startswith("* See the changelog") and t.endswith(".gz") for t in texts)  # a long path had to wrap

@@ -101,8 +101,9 @@ class IngestReport:
 # table row in Markdown is one unit, a Markdown page's front matter title is its title, HTML and
 # DOCX list items are written with their markers, DOCX insertions, content controls and nested
 # tables are read, an HTML page laid out in a table is read as its blocks, Sphinx permalinks are
-# dropped, "**Q." stays with its question, a danda ends a sentence.
-UNITS_VERSION = 4
+# dropped, "**Q." stays with its question, a danda ends a sentence; 5: wrapped plain text
+# with hanging indents (man pages) is read as wrapped, a short line there ends its block.
+UNITS_VERSION = 5
 
 
 def content_hash(source: SourceDocument, *, units: Any = None) -> str:

@@ -34,6 +34,8 @@ _WRAP_LONG_LINE_SHARE = 0.02
 # A line that opens a bulleted list item, or (with an enumerator: "1.", "2)", "(a)", "iv.") maybe a
 # numbered one.
 _BULLET_RE = re.compile(r"[^\S\n]*[-*+•][^\S\n]+\S")
+# A line that underlines the one above it (a plain-text heading).
+_UNDERLINE_RE = re.compile(r"([-=~*^#])\1{2,}")
 _ENUMERATED_RE = re.compile(r"[^\S\n]*\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{1,5})[.)][^\S\n]+\S")
 
 
@@ -83,8 +85,9 @@ def hard_wrap_width(text: str) -> int | None:
     a list of words); in the paragraphs of prose (those with a line that fills 60% of the width:
     not a block of header lines, a greeting or a signature), most lines continue into the next
     line and those non-final lines nearly fill the width, bullet items and the line before one
-    aside, numbered ones too (a short item, or the line that introduces a list, is no sign that
-    the prose around them is not wrapped).
+    aside, numbered ones too, and a line over a deeper-indented one (a short item, the line that
+    introduces a list, a man page's option or heading over its description: no sign that the
+    prose around them is not wrapped).
     """
     if "\n" not in text or _PARAGRAPH_BREAK_RE.search(text) is None:
         return None
@@ -114,6 +117,7 @@ def hard_wrap_width(text: str) -> int | None:
     filled = sum(
         1 for line, following in continued
         if len(line) >= _WRAP_FILL * width or _is_list_line(line) or _is_list_line(following)
+        or _indent(following) > _indent(line)
     )
     return width if filled >= 0.8 * len(continued) else None
 
@@ -123,6 +127,15 @@ def _is_prose(lines: list[str], width: int) -> bool:
     return any(_WRAP_FILL * width <= len(line.rstrip()) for line in lines)
 
 
+def _indent(line: str) -> int:
+    """The column where a line's text starts, after a list marker ("- ", "12. "): a wrapped item's
+    next line starts there. Tabs count to the next multiple of 8 (man pages rendered to text keep
+    them: `man tar | col -b`)."""
+    expanded = line.expandtabs()
+    marker = _BULLET_RE.match(expanded) or _ENUMERATED_RE.match(expanded)
+    return marker.end() - 1 if marker else len(expanded) - len(expanded.lstrip())
+
+
 def _is_list_line(line: str) -> bool:
     return _BULLET_RE.match(line) is not None or _ENUMERATED_RE.match(line) is not None
 
@@ -130,19 +143,39 @@ def _is_list_line(line: str) -> bool:
 def _item_blocks(text: str, start: int, end: int, width: int) -> list[Block]:
     """The stripped block of ``text[start:end]``, cut before each list item line: a bullet ("- ",
     "* ", "• "), or an enumerator ("1. ", "(a) ") after a line that ends with ":" or ";" or does
-    not fill the wrap width (a wrapped line may well start with "12. " or "R. R. Martin").
+    not fill the wrap width (a wrapped line may well start with "12. " or "R. R. Martin"); and
+    after a line ended on purpose
+    (``_broken_short``: a heading over its text, a list of short items, a man page's option
+    name).
     A dash that starts a wrapped line ("this\n- and here is why -") is rarer than a bullet.
     """
     cuts = [start]
-    previous_line = None
-    for line in _LINE_RE.finditer(text, start, end):
-        if previous_line is not None:
-            introduced = previous_line.endswith((":", ";")) or len(previous_line) < _WRAP_FILL * width
-            if _BULLET_RE.match(line.group()) or (introduced and _ENUMERATED_RE.match(line.group())):
-                cuts.append(line.start())
-        previous_line = line.group().rstrip()
+    lines = [(match.start(), text[text.rfind("\n", 0, match.start()) + 1:match.end()].rstrip())
+             for match in _LINE_RE.finditer(text, start, end)]
+    for number in range(1, len(lines)):
+        previous_line, (line_start, line) = lines[number - 1][1], lines[number]
+        after = lines[number + 1][1] if number + 1 < len(lines) else None
+        if _broken_short(previous_line, line, after, width) or _BULLET_RE.match(line) or (
+                (previous_line.endswith((":", ";")) or len(previous_line) < _WRAP_FILL * width)
+                and _ENUMERATED_RE.match(line)):
+            cuts.append(line_start)
     cuts.append(end)
     return [block for a, b in zip(cuts, cuts[1:]) for block in _stripped_block(text, a, b)]
+
+
+def _broken_short(line: str, following: str, after: str | None, width: int) -> bool:
+    """Whether a wrapped text's ``line`` was ended on purpose before ``following`` (``after`` is
+    the line after that, if any in the paragraph): it does not fill the width, the next word would
+    have fitted on it (not a line before a long path or address, which had to wrap), and the next
+    line starts at another indent (a man page's option over its description, a heading over its
+    indented text), underlines it, or is short too (a list of short items, an address).
+    A short line alone within a paragraph of lines at one indent is left joined: filling tools
+    that balance lines (fmt, par) end lines short mid-sentence."""
+    columns = len(line)
+    if columns >= _WRAP_FILL * width or columns + 1 + len(following.split(None, 1)[0]) > width:
+        return False
+    return (_indent(following) != _indent(line) or _UNDERLINE_RE.fullmatch(following.strip()) is not None
+            or len(following) < _WRAP_FILL * width and (after is None or len(after) < _WRAP_FILL * width))
 
 
 def _stripped_block(text: str, start: int, end: int) -> list[Block]:
