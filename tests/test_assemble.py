@@ -150,3 +150,16 @@ def test_a_citation_names_a_title_that_is_also_the_first_heading_once():
     assert replace(citation, title=None).label() == "[handbook.md] › Acme handbook › Benefits, chars 5–9"
     # a title that is the id again is said once
     assert replace(citation, title="handbook.md").label() == "[handbook.md] › Acme handbook › Benefits, chars 5–9"
+
+
+def test_shared_heading_path_and_run_section_path() -> None:
+    from windowrag_pg.assemble.context import run_section_path, shared_heading_path
+
+    assert shared_heading_path([("H", "Benefits", "Dental"), ("H", "Benefits", "Learning")]) == ("H", "Benefits")
+    assert shared_heading_path([("H", "Benefits"), ("H", "Benefits", "Dental")]) == ("H", "Benefits")
+    assert shared_heading_path([("A",), ("B",)]) == () and shared_heading_path([]) == ()
+    one = SentenceInfo(1, 0, 5, 2, section_id=7, section_path=("H", "Equipment"))
+    other = SentenceInfo(2, 6, 9, 2, section_id=8, section_path=("H", "Time off"))
+    assert run_section_path([one], ("H",)) == ("H", "Equipment")
+    assert run_section_path([one, other], ("H", "Equipment")) == ("H",)
+    assert run_section_path([one, SentenceInfo(2, 6, 9, 2, section_id=8)], ("window",)) == ("window",)

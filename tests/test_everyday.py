@@ -598,13 +598,16 @@ def test_a_search_outlives_its_connection_being_dropped(db_url, conn, collection
     assert [c.text for c in found_again.contexts] == [c.text for c in found.contexts] == [c.text for c in first.contexts]
 
 
-@pytest.mark.parametrize("selection", ["windows", "segments"])
+@pytest.mark.parametrize("selection, budget, rse", [("windows", None, None), ("segments", None, None),
+                                                    ("windows", 30, None), ("windows", None, "balanced")])
 def test_a_context_over_several_sections_is_cited_by_the_headings_they_share(conn, samples_collection, embedder,
-                                                                             selection):
+                                                                             selection, budget, rse):
     """With clamp='document' a fixed window may run over sections: its citation named one of them
     (its hit's, "Learning budget" for text from "Dental" to "Time off", migration 0031), which did
     not hold the text. It names the headings they all share; a context inside one section keeps
-    that section's path. The budget-first selection's runs stay within a section."""
+    that section's path. The budget-first selection's runs stay within a section. A window cut to
+    a budget, or an RSE segment of it, is cited by its own sentences' sections (found by a tester:
+    they kept the whole window's path)."""
     pipeline = Pipeline(conn, collection=samples_collection, embedder=embedder)
     stored = dict(conn.execute("SELECT d.external_id, d.text FROM windowrag.documents d JOIN windowrag.collections c"
                                " ON c.id = d.collection_id WHERE c.name = %s", [samples_collection]).fetchall())
@@ -613,8 +616,8 @@ def test_a_context_over_several_sections_is_cited_by_the_headings_they_share(con
         " JOIN windowrag.sections sec ON sec.id = s.section_id JOIN windowrag.documents d ON d.id = s.document_id"
         " JOIN windowrag.collections c ON c.id = d.collection_id WHERE c.name = %s", [samples_collection]).fetchall()}
     result = pipeline.search("How much is the learning budget?", selection=selection, clamp="document", window=3,
-                             k=3, token_budget=None, min_relevance=None)
-    crossing = 0
+                             k=3, token_budget=budget, min_relevance=None, rse=rse)
+    crossing = within = 0
     for context in result.contexts:
         citation = context.citation
         spanned = {paths[(citation.document_id, o)] for o in range(citation.first_ordinal, citation.last_ordinal + 1)}
@@ -623,8 +626,12 @@ def test_a_context_over_several_sections_is_cited_by_the_headings_they_share(con
             depth += 1
         assert citation.section_path == next(iter(spanned))[:depth]
         crossing += len(spanned) > 1
+        within += len(spanned) == 1 and len(next(iter(spanned))) > 1
         assert stored[citation.document_id][citation.start_char:citation.end_char] in context.text
-    assert crossing > 0 if selection == "windows" else crossing == 0
+    if budget is not None:
+        assert within > 0  # a part of a window over sections, cited by its one section
+    elif rse is None:
+        assert crossing > 0 if selection == "windows" else crossing == 0
 
 
 def test_token_count_is_the_texts_count_with_or_without_a_budget(conn, samples_collection, embedder):

@@ -23,7 +23,7 @@ import psycopg
 
 from .assemble.context import (
     LEAD_SEPARATOR, ORDERS, AssembledContext, Citation, SentenceInfo, apply_token_budget, fit_sentences,
-    fit_token_budget, order_contexts,
+    fit_token_budget, order_contexts, run_section_path,
 )
 from .db.source import connection_source
 from .db.sqlfiles import load_sql
@@ -432,8 +432,9 @@ class Pipeline:
             "lasts": [w.context.last_ordinal for w in windows],
         })
         by_document: dict[int, dict[int, SentenceInfo]] = {}
-        for doc, ordinal, start, end, tokens, section, page in rows:
-            by_document.setdefault(doc, {})[ordinal] = SentenceInfo(ordinal, start, end, tokens, section, page)
+        for doc, ordinal, start, end, tokens, section, page, section_path in rows:
+            by_document.setdefault(doc, {})[ordinal] = SentenceInfo(ordinal, start, end, tokens, section, page,
+                                                                    tuple(section_path or ()))
         for window in windows:
             sentences = by_document.get(window.context.document_key, {})
             window.sentences = [sentences[o] for o in range(window.context.first_ordinal, window.context.last_ordinal + 1)
@@ -485,7 +486,8 @@ class Pipeline:
         c = window.context
         hits = [asdict(h) for h in c.hits if first.ordinal <= h.sentence_ordinal <= last.ordinal]
         pages = tuple(sorted({s.page for s in chosen if s.page is not None}))
-        citation = Citation(document_id=c.document_id, title=c.title, section_path=tuple(c.section_path),
+        path = tuple(c.section_path) if sentences is None else run_section_path(chosen, tuple(c.section_path))
+        citation = Citation(document_id=c.document_id, title=c.title, section_path=path,
                             start_char=first.start_char, end_char=last.end_char,
                             first_ordinal=first.ordinal, last_ordinal=last.ordinal, pages=pages)
         return AssembledContext(citation=citation, text="", score=window.score if score is None else score,
@@ -501,7 +503,7 @@ class Pipeline:
         first, last = chosen[0], chosen[-1]
         citation = Citation(**{**asdict(context.citation), "start_char": first.start_char, "end_char": last.end_char,
                                "first_ordinal": first.ordinal, "last_ordinal": last.ordinal,
-                               "section_path": context.citation.section_path,
+                               "section_path": run_section_path(chosen, context.citation.section_path),
                                "pages": tuple(sorted({s.page for s in chosen if s.page is not None}))})
         hits = [h for h in context.hits if first.ordinal <= h["sentence_ordinal"] <= last.ordinal]
         return AssembledContext(citation=citation, text="", score=context.score,
@@ -554,10 +556,11 @@ def _context_from_run(candidates: Candidates, run: Run, probabilities: np.ndarra
     planned = first.lead  # the selection counted it in the run's tokens
     tokens = run.tokens - (planned.tokens if planned is not None and lead is None else 0)
     external_id, title = candidates.documents[first.document_key]
-    sentences = [SentenceInfo(c.ordinal, c.start_char, c.end_char, c.token_count, c.section_id, c.page) for c in chosen]
+    sentences = [SentenceInfo(c.ordinal, c.start_char, c.end_char, c.token_count, c.section_id, c.page,
+                              tuple(candidates.section_paths[c.section_id])) for c in chosen]
     hits = [asdict(candidates.hits[(c.document_key, c.ordinal)]) for c in chosen
             if (c.document_key, c.ordinal) in candidates.hits]
-    citation = Citation(document_id=external_id, title=title, section_path=tuple(candidates.section_paths[first.section_id]),
+    citation = Citation(document_id=external_id, title=title, section_path=run_section_path(sentences, ()),
                         start_char=first.start_char, end_char=last.end_char, first_ordinal=first.ordinal,
                         last_ordinal=last.ordinal,
                         pages=tuple(sorted({s.page for s in sentences if s.page is not None})),

@@ -20,6 +20,30 @@ class SentenceInfo:
     token_count: int
     section_id: int
     page: int | None = None
+    section_path: tuple[str, ...] | None = None  # its section's headings, when read
+
+
+def shared_heading_path(paths: Sequence[Sequence[str]]) -> tuple[str, ...]:
+    """The headings shared by the sections of a run (the path of its one section when it has one):
+    how a context that runs over sections (clamp 'document') is cited, as windowrag.shared_heading_path
+    does in SQL."""
+    if not paths:
+        return ()
+    shared = tuple(paths[0])
+    for path in paths[1:]:
+        depth = 0
+        while depth < min(len(shared), len(path)) and shared[depth] == path[depth]:
+            depth += 1
+        shared = shared[:depth]
+    return shared
+
+
+def run_section_path(sentences: Sequence[SentenceInfo], default: tuple[str, ...]) -> tuple[str, ...]:
+    """The section path of a run of SENTENCES: DEFAULT (the path its window was cited with) unless
+    every sentence carries its section's path."""
+    if any(s.section_path is None for s in sentences):
+        return default
+    return shared_heading_path([s.section_path for s in sentences])
 
 
 @dataclass(frozen=True, slots=True)
