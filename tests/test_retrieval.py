@@ -286,3 +286,19 @@ def test_window_text_is_the_documents_own_characters(conn, collection_name, embe
     conn.execute("UPDATE windowrag.sentences SET gap = NULL WHERE collection_id ="
                  " (SELECT id FROM windowrag.collections WHERE name = %s) AND ordinal %% 2 = 0", [collection_name])
     assert windows() == with_gaps
+
+
+def test_repeated_cli_filters_combine_instead_of_keeping_the_last() -> None:
+    """Found by a tester: `--filter document_id=A --filter document_id=B` searched B alone (the
+    first was dropped without a word). One key's values match any of them; its ranges all hold;
+    different keys are AND-ed; a value and a range on one key are refused."""
+    from windowrag_pg.cli import _cli_filters
+    from windowrag_pg.retrieve.filters import FilterError, combine_cli_filters
+
+    assert _cli_filters(["document_id=A", "document_id=B", "lang=en"]) == {
+        "document_id": {"in": ["A", "B"]}, "metadata.lang": "en"}
+    assert _cli_filters(["year>=2020", "year<2024"]) == {"metadata.year": {"gte": 2020, "lt": 2024}}
+    assert combine_cli_filters([("source", {"in": ["a.md", "/x/a.md"]}), ("source", "b.md"), ("source", "a.md")]) == {
+        "source": {"in": ["a.md", "/x/a.md", "b.md"]}}
+    with pytest.raises(FilterError, match="'metadata.year' is given both a value and a range"):
+        _cli_filters(["year=2020", "year>=2021"])

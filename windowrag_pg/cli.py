@@ -129,7 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"sentences the retrieved windows may hold together ({describe('max_sentences')}; default: no budget)")
     p.add_argument("--order", default="score", choices=["score", "document"])
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
-                   help="metadata.KEY=V, document_id=ID, source=S; also >=, <=, >, <")
+                   help="metadata.KEY=V, document_id=ID, source=S; also >=, <=, >, <; repeated: keys AND-ed, "
+                        "one key's values OR-ed, its ranges AND-ed")
     p.add_argument("--collection", default=DEFAULT_COLLECTION)
     p.add_argument("--embedder", default=None,
                    help="embed the query with this model (default: the model the collection was embedded with)")
@@ -327,9 +328,9 @@ def _print_ingest_report(report) -> None:
 
 
 def _cli_filters(expressions: list[str]) -> dict[str, Any]:
-    from .retrieve.filters import parse_cli_filter
+    from .retrieve.filters import combine_cli_filters, parse_cli_filter
 
-    filters: dict[str, Any] = {}
+    conditions = []
     for expression in expressions:
         key, condition = parse_cli_filter(expression)
         if key == "source" and isinstance(condition, str) and Path(condition).exists():
@@ -337,11 +338,8 @@ def _cli_filters(expressions: list[str]) -> dict[str, Any]:
             # typed: a framework's document keeps the source it was given (a relative path too)
             resolved = str(Path(condition).resolve())
             condition = resolved if resolved == condition else {"in": [condition, resolved]}
-        if isinstance(condition, dict) and isinstance(filters.get(key), dict):
-            filters[key].update(condition)
-        else:
-            filters[key] = condition
-    return filters
+        conditions.append((key, condition))
+    return combine_cli_filters(conditions)
 
 
 def cmd_query(args) -> int:

@@ -188,3 +188,33 @@ def parse_cli_filter(expression: str) -> tuple[str, Any]:
     if op == "=":
         return key, value
     return key, {{">=": "gte", "<=": "lte", ">": "gt", "<": "lt"}[op]: value}
+
+
+def combine_cli_filters(conditions: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Filters from (key, condition) pairs of repeated ``--filter`` options: different keys are
+    AND-ed; one key given values again matches any of them (``--filter document_id=a --filter
+    document_id=b``: either document), ranges on one key are AND-ed (``year>=2020 year<2024``).
+    A value and a range on one key are refused: which was meant is not clear."""
+    filters: dict[str, Any] = {}
+    for key, condition in conditions:
+        if key not in filters:
+            filters[key] = condition
+            continue
+        before = filters[key]
+        values_before, values_now = _values_of(before), _values_of(condition)
+        if values_before is not None and values_now is not None:
+            filters[key] = {"in": list(dict.fromkeys([*values_before, *values_now]))}
+        elif isinstance(before, dict) and isinstance(condition, dict) and values_before is None and values_now is None:
+            filters[key] = {**before, **condition}
+        else:
+            raise FilterError(f"filter key {key!r} is given both a value and a range: use values only (any of "
+                              "them matches) or ranges only (all must hold)")
+    return filters
+
+
+def _values_of(condition: Any) -> list[Any] | None:
+    """The values an equality or membership condition accepts; None for a range."""
+    if isinstance(condition, dict):
+        return list(condition["in"]) if set(condition) == {"in"} else None
+    return [condition]
+
