@@ -737,3 +737,30 @@ def test_a_cli_source_filter_matches_the_path_as_typed_and_resolved(db_url, conn
                  "--filter", "source=texts/keys.txt"]) == 0
     ids = sorted(row["id"] for row in json.loads(capsys.readouterr().out))
     assert ids == sorted([str(tmp_path / "texts" / "keys.txt"), "from-a-framework"])
+
+
+def test_no_budget_plans_with_all_candidates_and_ignored_options_are_noted(conn, contractnli_collection,
+                                                                           samples_collection, embedder):
+    """Found by testers: token_budget=None ("no budget") planned within 8,192 tokens, with token
+    units coarse enough that it sent 6,774 tokens where a budget of 100,000 sent 10,756; the
+    cross-encoder's settings without rerank=True were ignored silently; a sentence_floor that
+    priced every sentence out was reported as "no sentence fits the token budget"; a query longer
+    than the embedder reads was cut without a word."""
+    pipeline = Pipeline(conn, collection=contractnli_collection, embedder=embedder)
+    wide = dict(k=1000, candidates=1000, radius=1000, min_relevance=None)
+    unbounded = pipeline.search("confidential information disclosure", token_budget=None, **wide)
+    budgeted = pipeline.search("confidential information disclosure", token_budget=100_000, **wide)
+    sent = sum(c.token_count for c in unbounded.contexts)
+    assert sent > 8192 and sent == sum(c.token_count for c in budgeted.contexts)
+
+    samples = Pipeline(conn, collection=samples_collection, embedder=embedder)
+    result = samples.search("What is the learning budget?", rerank_tokens=64)
+    assert "rerank_tokens=64 applies with rerank=True (the cross-encoder is off)" in result.trace["notes"]
+    windows = samples.search("What is the learning budget?", selection="windows", rerank_candidates=7)
+    assert any(n.startswith("rerank_candidates=7 applies") for n in windows.trace["notes"])
+    floor = samples.search("What is the learning budget?", sentence_floor=0.9, min_relevance=None)
+    assert floor.abstained and "sentence_floor 0.9" in floor.trace["abstain"]
+    pasted = " ".join(["Some unrelated words about the weather and the sea."] * 60) + " What is the learning budget?"
+    notes = samples.search(pasted, min_relevance=None).trace["notes"]
+    assert any(n.startswith("the query is ") and "reads its first 512" in n for n in notes), notes
+    assert not any(n.startswith("the query is ") for n in result.trace["notes"])

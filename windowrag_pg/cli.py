@@ -347,9 +347,12 @@ def cmd_query(args) -> int:
     from .db.source import read_source
     from .embed import get_embedder
     from .pipeline import Pipeline, PipelineOptions
+    from .segment.rse import PRESETS as RSE_PRESETS
 
     filters = _cli_filters(args.filter)
     defaults = PipelineOptions()
+    if args.rse is not None and args.rse.lower() != "none" and args.rse not in RSE_PRESETS:
+        raise ValueError(f"--rse must be one of {', '.join(sorted(RSE_PRESETS))} or none, not {args.rse!r}")
     if args.token_budget is not None and args.token_budget < 0:  # (PipelineOptions knows no 0)
         raise ValueError(f"--token-budget must be 0 (no budget) or from 1 to {LIMITS['token_budget'].high}, "
                          f"not {args.token_budget}")

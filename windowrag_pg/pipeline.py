@@ -36,15 +36,13 @@ from .retrieve.retriever import Candidates
 from .segment.abstain import abstain_reason, needs_verification, sentences_to_verify, verify_passages
 from .segment.relevance import window_sentence_relevance
 from .segment.rse import RSEParams, best_segments, get_params
-from .segment.select import Run, choose_segments, only_unsendable_match, run_leads
+from .segment.select import Run, budget_for_all, choose_segments, only_unsendable_match, run_leads
 from .segment.values import Lead, fold_reranker_scores
 
 # segments: budget-first (sentence values + RSE); windows: fixed merged windows from SQL;
 # value_windows: sentence values with fixed ±window windows, RSE off (for comparison)
 SELECTIONS = ("segments", "windows", "value_windows")
 DEFAULT_WINDOW = 3
-# without a token budget, segment selection still needs a bound for its table
-UNBOUNDED_BUDGET = 8192
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +220,7 @@ class Pipeline:
             query, options.candidate_search(), filters=filters, collection=collection)
         timings = dict(candidates.timings_ms)
         mark = time.perf_counter()
-        budget = options.token_budget or UNBOUNDED_BUDGET
+        budget = options.token_budget or budget_for_all(candidates.sentences)
         selection = choose_segments(candidates.sentences, query_idf=candidates.query_idf, background=candidates.background, budget=budget,
                                     max_segments=options.k, sentence_floor=options.sentence_floor,
                                     window=_fixed_window(options))
@@ -252,7 +250,9 @@ class Pipeline:
         mark = time.perf_counter()
         if abstain is None and not selection.runs:
             abstain = ("only headings matched the query" if all(c.kind == "heading" for c in candidates.sentences)
-                       else "no sentence fits the token budget")
+                       else f"no sentence is worth its tokens at sentence_floor {options.sentence_floor} (each "
+                            "sentence costs that share of the query's best value; a lower floor sends more)"
+                       if options.sentence_floor > 0 else "no sentence fits the token budget")
         runs = [] if abstain else selection.runs
         contexts = [_context_from_run(candidates, run, selection.probabilities, lead)
                     for run, lead in zip(runs, run_leads(candidates.sentences, runs))]
@@ -379,7 +379,7 @@ class Pipeline:
 
         mark = time.perf_counter()
         contexts = order_contexts(contexts, order="score")
-        notes = list(retrieved.notes) + _changed_notes(vanished)
+        notes = list(retrieved.notes) + _changed_notes(vanished) + _rerank_option_notes(options)
         if wanted > options.k and len(retrieved.contexts) >= options.k:
             # the pool asked of the retriever for reranking or RSE; k contexts were there to choose from
             notes = [n for n in notes if not n.startswith(f"{len(retrieved.contexts)} contexts for k={wanted}:")]
@@ -628,4 +628,16 @@ def _ignored_option_notes(options: PipelineOptions) -> list[str]:
     if options.max_sentences is not None:
         notes.append(f"max_sentences={options.max_sentences} applies to selection 'windows'; selection "
                      f"{options.selection!r} is held by token_budget")
-    return notes
+    return notes + _rerank_option_notes(options)
+
+
+def _rerank_option_notes(options: PipelineOptions) -> list[str]:
+    """The cross-encoder's settings given while it is off."""
+    if options.rerank:
+        return []
+    defaults = PipelineOptions()
+    given = [f"{name}={getattr(options, name)}" for name in ("rerank_candidates", "rerank_tokens", "rerank_token_budget")
+             if getattr(options, name) != getattr(defaults, name)]
+    return [f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} with rerank=True (the cross-encoder is off)"
+            ] if given else []
+

@@ -66,6 +66,24 @@ class Embedder(ABC):
             return np.zeros((0, self.dimension), dtype=np.float32)
         return self._embed(checked, batch_size=batch_size, progress=progress)
 
+    @property
+    def input_token_limit(self) -> int | None:
+        """Tokens the model reads of a text, special tokens included (it truncates the rest); None
+        when not known."""
+        return None
+
+    def query_truncation_note(self, text: str) -> str | None:
+        """A note when the model reads only the start of query TEXT (a pasted paragraph), else None."""
+        limit = self.input_token_limit
+        prefixed = f"{self.query_instruction}{text}" if self.query_instruction else text
+        if limit is None or len(prefixed) + 2 <= limit:  # a token is at least a character: it fits
+            return None
+        tokens = self.count_tokens([prefixed])[0] + 2  # [CLS] and [SEP]
+        if tokens <= limit:
+            return None
+        return (f"the query is {tokens} tokens and the embedder reads its first {limit}: the dense search "
+                "ignores the rest (put the question first)")
+
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one search query, with the query instruction when the embedder has one: (dimension,)."""
         if not isinstance(text, str):

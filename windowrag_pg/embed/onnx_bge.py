@@ -76,6 +76,10 @@ class OnnxBgeEmbedder(Embedder):
             self._dimension = int(self._get_session().get_outputs()[0].shape[-1])
         return self._dimension
 
+    @property
+    def input_token_limit(self) -> int:
+        return self.max_length
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         checked = check_texts(texts)
         if not checked:

@@ -78,6 +78,10 @@ class SentenceTransformerEmbedder(Embedder):
             raise EmbeddingError(f"model {self.model_name_or_path!r} does not report its embedding dimension")
         return int(dimension)
 
+    @property
+    def input_token_limit(self) -> int | None:
+        return getattr(self.model, "max_seq_length", None)
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         checked = check_texts(texts)
         if not checked:

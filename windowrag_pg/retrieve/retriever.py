@@ -222,13 +222,13 @@ class Retriever:
     def search_steps(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
                      collection: str | None = None, query_embedding: np.ndarray | None = None) -> Steps[SearchResult]:
         """search_with as steps (windowrag_pg.db.statements): the statements it needs, yielded."""
-        query, target, embedding, timings = yield from self._prepare(query, options, collection, query_embedding)
+        query, target, embedding, timings, notes = yield from self._prepare(query, options, collection,
+                                                                           query_embedding)
         statement, params = build_search_statement(target, query, embedding, options, filters)
         rows = yield from _timed(Statement(statement, params, prepare=False), timings)
         if not rows and (yield from self._replaced_steps(target)):  # searched with a stale model: again
             return (yield from self.search_steps(query, options, filters=filters, collection=collection,
                                                  query_embedding=query_embedding))
-        notes = []
         if filters and not rows:
             notes.extend((yield from unmatched_filter_steps(target, filters)))
         contexts = [_context(row) for row in rows]
@@ -248,7 +248,8 @@ class Retriever:
 
     def candidates_steps(self, query: str, options: SearchOptions, *, filters: dict[str, Any] | None = None,
                          collection: str | None = None, query_embedding: np.ndarray | None = None) -> Steps[Candidates]:
-        query, target, embedding, timings = yield from self._prepare(query, options, collection, query_embedding)
+        query, target, embedding, timings, notes = yield from self._prepare(query, options, collection,
+                                                                           query_embedding)
         statement, params = build_search_statement(target, query, embedding, options, filters,
                                                    template="candidate_sentences")
         rows = yield from _timed(Statement(statement, params, prepare=False), timings)
@@ -257,6 +258,7 @@ class Retriever:
                                                      query_embedding=query_embedding))
         count_tokens = self._token_counter(target)
         candidates = candidates_from_rows(query, rows, timings, count_tokens=count_tokens)
+        candidates.notes.extend(notes)
         # only with the collection's own model (a caller's vector may come from elsewhere)
         own = self._embedder if self._embedder is not None else self._models.get(target.embedding_model)
         if embedding is not None and own is not None and own.model_id == target.embedding_model:
@@ -276,11 +278,13 @@ class Retriever:
 
     def _prepare(self, query: str, options: SearchOptions, collection: str | None,
                  query_embedding: np.ndarray | None) -> Steps[tuple]:
-        """Checked query, its collection, its embedding (None for BM25 alone), and timings so far."""
+        """Checked query, its collection, its embedding (None for BM25 alone), timings so far and
+        notes (a query longer than the embedder reads)."""
         options.check()
         query = check_query(query)
         target = yield from self.collection_steps(collection)
         timings: dict[str, float] = {}
+        notes: list[str] = []
         started = time.perf_counter()
         embedding = None
         if options.mode != "bm25":
@@ -295,9 +299,10 @@ class Retriever:
                         f"this retriever's embedder is {embedder.model_id!r}"
                     )
                 query_embedding = embedder.embed_query(query)
+                notes.extend(filter(None, [embedder.query_truncation_note(query)]))
             embedding = check_embedding(query_embedding, target.dimension)
         timings["embed_ms"] = (time.perf_counter() - started) * 1000
-        return query, target, embedding, timings
+        return query, target, embedding, timings, notes
 
 
 def _timed(statement: Statement, timings: dict[str, float]) -> Steps[list]:

@@ -36,6 +36,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..limits import MAX_RETURNED_TOKENS
 from .values import CandidateSentence, Lead, feature_matrix, query_relevance, sentence_probabilities
 
 __all__ = ["Run", "Selection", "choose_segments", "run_breaks", "run_leads", "select_runs", "windows_by_value"]
@@ -309,6 +310,23 @@ class Selection(NamedTuple):
     runs: list[Run]  # in document order; indexes into the candidates
     probabilities: np.ndarray  # P(evidence) of each candidate
     relevance: float  # how well the corpus can answer at all, in [0, 1] (abstention)
+
+
+def budget_for_all(candidates: Sequence[CandidateSentence], *, cap: int = MAX_RETURNED_TOKENS,
+                   max_units: int = MAX_UNITS) -> int:
+    """A token budget within which every candidate fits at once (its tokens, the gap before the
+    next and its lead, each rounded up to select_runs' token units), at most CAP: what "no budget"
+    plans with. A fixed large bound would make the units coarse and price short sentences far
+    above their length."""
+    sizes = np.asarray([c.token_count + c.gap_tokens + (c.lead.tokens if c.lead is not None else 0)
+                        for c in candidates], dtype=np.int64)
+    budget = max(1, int(sizes.sum()))
+    while budget < cap:
+        unit = math.ceil(budget / max_units)
+        if int((-(-sizes // unit)).sum()) <= budget // unit:
+            return budget
+        budget = min(cap, math.ceil(budget * 1.25))
+    return cap
 
 
 def choose_segments(candidates: Sequence[CandidateSentence], *, query_idf: float, budget: int,
