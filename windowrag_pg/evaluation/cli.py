@@ -138,6 +138,9 @@ def cmd_eval(args) -> int:
             result = run_curve(conn, budgets=args.budgets, **common)
         else:
             result = run_eval(conn, **common)
+    if result.get("queries_left_out"):
+        print(f"windowrag: note: {result['queries_left_out']} queries left out: their gold documents are not "
+              f"among {args.documents}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
     else:
@@ -148,8 +151,10 @@ def cmd_eval(args) -> int:
 def _heading(result: dict[str, Any]) -> str:
     asked = (f" · out-of-corpus: {result['queries_dataset']} queries ({result['out_of_corpus']})"
              if result.get("out_of_corpus") else "")
+    left_out = (f" · {result['queries_left_out']} queries left out (their documents are not among these)"
+                if result.get("queries_left_out") else "")
     return (f"{result['dataset']} · config {result['config']} · {result['n_queries']} queries "
-            f"(seed {result.get('seed')}) · collection {result.get('collection')}{asked}")
+            f"(seed {result.get('seed')}) · collection {result.get('collection')}{asked}{left_out}")
 
 
 def format_result(result: dict[str, Any]) -> str:

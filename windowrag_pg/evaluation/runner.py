@@ -102,6 +102,16 @@ def out_of_corpus_queries(queries: Sequence[dict], *, scope: str, document_ids: 
     return asked
 
 
+def answerable_queries(queries: Sequence[dict], *, document_ids: Sequence[str]) -> tuple[list[dict], int]:
+    """The QUERIES whose gold (and scope) documents are among DOCUMENT_IDS, and how many were not:
+    a run over some of a set's documents would count the others' queries as misses."""
+    present = {str(d) for d in document_ids}
+    kept = [q for q in queries
+            if (q.get("scope_doc_id") is None or str(q["scope_doc_id"]) in present)
+            and (not q.get("gold") or any(str(g["doc_id"]) in present for g in q["gold"]))]
+    return kept, len(queries) - len(kept)
+
+
 def dataset_name(path: str | Path) -> str:
     """A dataset is named after the folder of its documents or queries file (squad-dev/documents.jsonl)."""
     path = Path(path).resolve()
@@ -317,6 +327,7 @@ class _Setup:
     reranker: Reranker | None
     load_before: dict[str, Any]
     queries_dataset: str
+    queries_left_out: int = 0  # their gold documents are not among the documents (answerable_queries)
 
 
 def _make_searcher(conn: psycopg.Connection, config: EvalConfig, *, collection: str, embedder: Embedder,
@@ -342,15 +353,22 @@ def _setup(conn: psycopg.Connection, *, documents_path: str | Path, queries_path
     load_before = machine_load()
     ingest = ensure_ingested(conn, documents_path=documents_path, config=config, dataset=dataset,
                              embedder=embedder, progress=progress)
-    queries = sample_queries(read_queries(queries_path), limit=limit, seed=seed, skip=skip)
+    collection = get_collection(conn, ingest["collection"])
+    documents = [row[0] for row in conn.execute(load_sql("collection_external_ids"), [collection.id]).fetchall()]
+    queries, left_out = read_queries(queries_path), 0
+    if out_of_corpus is None:
+        asked = len(queries)
+        queries, left_out = answerable_queries(queries, document_ids=documents)
+        if asked and not queries:
+            raise ValueError(f"none of the {asked} queries of {queries_path} has its gold document among the "
+                             f"documents of {documents_path} (to ask them anyway, use --out-of-corpus)")
+    queries = sample_queries(queries, limit=limit, seed=seed, skip=skip)
     if out_of_corpus is not None:
-        collection = get_collection(conn, ingest["collection"])
-        documents = [row[0] for row in conn.execute(load_sql("collection_external_ids"), [collection.id]).fetchall()]
         queries = out_of_corpus_queries(queries, scope=out_of_corpus, document_ids=documents, seed=seed)
     searcher = _make_searcher(conn, config, collection=ingest["collection"], embedder=embedder, reranker=reranker)
     return _Setup(config=config, dataset=dataset, queries=queries, searcher=searcher, ingest=ingest,
                   embedder=embedder, reranker=reranker, load_before=load_before,
-                  queries_dataset=dataset_name(queries_path))
+                  queries_dataset=dataset_name(queries_path), queries_left_out=left_out)
 
 
 def _run_queries(conn: psycopg.Connection, setup: _Setup, config: EvalConfig, *,
@@ -412,6 +430,8 @@ def _summary(setup: _Setup, *, seed: int, limit: int | None, skip: int, out_of_c
     }
     if out_of_corpus is not None:
         summary.update(out_of_corpus=out_of_corpus, queries_dataset=setup.queries_dataset)
+    if setup.queries_left_out:
+        summary["queries_left_out"] = setup.queries_left_out
     return summary
 
 
