@@ -764,3 +764,35 @@ def test_no_budget_plans_with_all_candidates_and_ignored_options_are_noted(conn,
     notes = samples.search(pasted, min_relevance=None).trace["notes"]
     assert any(n.startswith("the query is ") and "reads its first 512" in n for n in notes), notes
     assert not any(n.startswith("the query is ") for n in result.trace["notes"])
+
+
+def test_rse_segments_are_scored_by_their_own_best_hit(conn, samples_collection, embedder):
+    """Found by a tester: with rse, every segment cut from one window carried the window's score,
+    so a segment without the window's best hit could rank first. A segment's score is its own best
+    hit's rrf_score over the best window's (0 without a hit), as the README says."""
+    pipeline = Pipeline(conn, collection=samples_collection, embedder=embedder)
+    from .conftest import SAMPLE_QUERIES
+
+    for query in SAMPLE_QUERIES:
+        result = pipeline.search(query, selection="windows", rse="find_all", token_budget=None, min_relevance=None)
+        best_hits = [max((h["rrf_score"] for h in c.hits), default=0.0) for c in result.contexts]
+        scores = [c.score for c in result.contexts]
+        assert scores == sorted(scores, reverse=True)
+        scales = {round(b / s, 9) for b, s in zip(best_hits, scores) if s > 0}
+        assert len(scales) <= 1, (query, scores, best_hits)
+        assert all(s == 0 for b, s in zip(best_hits, scores) if b == 0)
+
+
+def test_bm25_mode_answers_what_it_finds_and_the_cross_encoder_decides(conn, samples_collection, embedder):
+    """Found by a tester: mode 'bm25' abstained on nearly every question (28 of 29 in-corpus
+    contract hypotheses): the relevance model reads cosines, which that mode has none of (relevance
+    0.006 for "How much is the learning budget?"). In mode 'bm25' the cross-encoder's check decides."""
+    pipeline = Pipeline(conn, collection=samples_collection, embedder=embedder)
+    answered = pipeline.search("How much is the learning budget?", mode="bm25")
+    assert not answered.abstained and answered.trace["verification"] is not None
+    assert "learning budget" in answered.contexts[0].text.lower()
+    refused = pipeline.search("What is the budget of the French army?", mode="bm25")
+    assert refused.abstained and refused.trace["abstain"].startswith("mode 'bm25' has no cosines")
+    assert not pipeline.search("What is the budget of the French army?", mode="bm25", min_relevance=None).abstained
+    unchecked = pipeline.search("What is the budget of the French army?", mode="bm25", verify_below=None)
+    assert not unchecked.abstained and unchecked.trace["verification"] is None

@@ -33,7 +33,9 @@ from .limits import LIMITS, MAX_RETURNED_TOKENS, first_problem, problem
 from .rerank.base import Reranker
 from .retrieve.retriever import CLAMPS, MODES, Context, QueryError, Retriever, SearchOptions
 from .retrieve.retriever import Candidates
-from .segment.abstain import abstain_reason, needs_verification, sentences_to_verify, verify_passages
+from .segment.abstain import (
+    abstain_reason, lexical_abstain_reason, needs_verification, sentences_to_verify, verify_passages,
+)
 from .segment.relevance import window_sentence_relevance
 from .segment.rse import RSEParams, best_segments, get_params
 from .segment.select import Run, budget_for_all, choose_segments, only_unsendable_match, run_leads
@@ -226,22 +228,29 @@ class Pipeline:
                                     window=_fixed_window(options))
         timings["select_ms"] = (time.perf_counter() - mark) * 1000
         verification = None
-        if candidates.sentences and needs_verification(selection.relevance, min_relevance=options.min_relevance,
-                                                       verify_below=options.verify_below):
+        lexical = options.mode == "bm25"  # no cosines: the cross-encoder alone decides whether to answer
+        if candidates.sentences and (
+                needs_verification(selection.relevance, min_relevance=options.min_relevance,
+                                   verify_below=options.verify_below)
+                or lexical and None not in (options.min_relevance, options.verify_below)):
             mark = time.perf_counter()
             verification = yield from self._verify_steps(candidates, selection.probabilities)
             timings["verify_ms"] = (time.perf_counter() - mark) * 1000
         if not candidates.sentences:
             abstain = "no sentence matched the query"
+        elif lexical:
+            abstain = lexical_abstain_reason(None if verification is None else verification["scores"],
+                                             min_relevance=options.min_relevance,
+                                             verify_min_score=options.verify_min_score)
         else:
             abstain = abstain_reason(selection.relevance, min_relevance=options.min_relevance,
                                      verify_below=options.verify_below,
                                      verify_scores=None if verification is None else verification["scores"],
                                      verify_min_score=options.verify_min_score)
-            if abstain is None and only_unsendable_match(candidates.sentences, selection.probabilities,
-                                                         min_relevance=options.min_relevance):
-                abstain = ("only headings matched the query (a value of min_relevance "
-                           f"{options.min_relevance} or more), of sections with no text under them")
+        if abstain is None and candidates.sentences and only_unsendable_match(
+                candidates.sentences, selection.probabilities, min_relevance=options.min_relevance):
+            abstain = ("only headings matched the query (a value of min_relevance "
+                       f"{options.min_relevance} or more), of sections with no text under them")
         rerank_trace = None
         if options.rerank and selection.runs and abstain is None:
             mark = time.perf_counter()
@@ -463,14 +472,26 @@ class Pipeline:
             np.asarray(values), groups=np.asarray(groups),
             max_segment_length=params.max_segment_length, overall_max_length=params.overall_max_length,
             minimum_segment_value=params.minimum_segment_value, segment_cost=params.segment_cost)
-        # RSE decides WHAT to send; the order follows the reranker's score of each segment's
-        # window (a sum of values would favour long segments over short, sharper ones).
-        chosen_segments = sorted(segments, key=lambda s: (-owners[s.start][0].score, -s.value))[: options.k]
+        # RSE decides WHAT to send; the order follows each segment's score (a sum of values would
+        # favour long segments over short, sharper ones): the cross-encoder's of its window, or
+        # without it, as a window's, its own best hit's rrf_score over the best window's (found by a
+        # tester: every segment cut from one window had the window's score, a segment without the
+        # window's best hit ranked first).
+        best = max((w.context.score for w in windows), default=1.0) or 1.0
+
+        def segment_score(segment) -> float:
+            window = owners[segment.start][0]
+            if options.rerank:
+                return window.score
+            ordinals = {owners[i][1].ordinal for i in range(segment.start, segment.end)}
+            return max((h.rrf_score for h in window.context.hits if h.sentence_ordinal in ordinals), default=0.0) / best
+
+        scored = sorted(((segment_score(s), s) for s in segments), key=lambda pair: (-pair[0], -pair[1].value))
         contexts = []
-        for segment in chosen_segments:
+        for score, segment in scored[: options.k]:
             window = owners[segment.start][0]
             chosen = [owners[i][1] for i in range(segment.start, segment.end)]
-            contexts.append(self._context_from_window(window, sentences=chosen))
+            contexts.append(self._context_from_window(window, sentences=chosen, score=score))
         trace = {
             "sentences_valued": len(values),
             "segments": [{"document_id": owners[s.start][0].context.document_id,

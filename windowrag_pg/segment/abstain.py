@@ -79,3 +79,19 @@ def abstain_reason(relevance: float, *, min_relevance: float | None, verify_belo
                 f"the best sentences at most {best:.4f} (verify_min_score {verify_min_score}): "
                 "nothing in the collection answers")
     return None
+
+
+def lexical_abstain_reason(verify_scores: Sequence[float] | None, *, min_relevance: float | None,
+                           verify_min_score: float) -> str | None:
+    """Why nothing is sent in mode 'bm25' (None: send): the relevance model reads cosines, which
+    that mode has not (it put nearly every question below min_relevance), so the cross-encoder's
+    scores of the best sentences decide alone; without them (verify_below None) nothing is refused."""
+    if min_relevance is None or verify_scores is None:
+        return None
+    best = max(verify_scores, default=0.0)
+    if best < verify_min_score:
+        return (f"mode 'bm25' has no cosines for the relevance model, and the cross-encoder scores the best "
+                f"sentences at most {best:.4f} (verify_min_score {verify_min_score}): nothing in the collection "
+                "answers")
+    return None
+
