@@ -348,7 +348,7 @@ def test_gap_tokens_are_counted_or_bounded_from_above():
 
 
 def test_a_lead_is_sent_once_and_never_beside_its_own_unit():
-    """run_leads: two runs of one list share its lead-in (the first is sent with it); a run after
+    """run_leads: two runs of one list share its lead-in (the more valuable is sent with it); a run after
     the one that holds the lead-in, or a table row after a run holding the header, gets none."""
     from windowrag_pg.segment.select import Run, run_leads
     from windowrag_pg.segment.values import Lead
@@ -366,6 +366,9 @@ def test_a_lead_is_sent_once_and_never_beside_its_own_unit():
     assert run_leads(candidates, runs) == [lead_in, None, None, lead_in]  # another document's list: its own
     assert run_leads(candidates, [Run(4, 5, 0.5, 10)]) == [header]
     assert run_leads(candidates, []) == []
+    # the more valuable of two runs of one list gets the lead-in (a tester found the header with the
+    # least valuable context, the last sent)
+    assert run_leads(candidates, [Run(0, 1, 0.2, 11), Run(2, 3, 0.9, 11)]) == [None, lead_in]
 
 
 def test_only_an_empty_sections_heading_matching_is_told_apart_from_a_heading_over_text():

@@ -259,15 +259,17 @@ def run_breaks(keys: Sequence[tuple[int, int]], ordinals: Sequence[int]) -> np.n
 
 def run_leads(candidates: Sequence[CandidateSentence], runs: Sequence[Run]) -> list[Lead | None]:
     """The lead each run is sent with (its first candidate's: a list's lead-in, a table's header
-    row), or None: none, or a run already holds that unit, or an earlier run is sent with the
-    same lead (two runs of one list). Text is never sent twice; the selection priced each lead,
-    so what is left out only leaves the budget less spent."""
+    row), or None: none, or a run already holds that unit, or a more valuable run is sent with the
+    same lead (two runs of one list: the lead goes with the one a reader keeping only the first
+    contexts keeps; found by a tester, it went to the first in document order, which may be the
+    last context). Text is never sent twice; the selection priced each lead, so what is left out
+    only leaves the budget less spent."""
     held = [(candidates[r.start].document_key, candidates[r.start].ordinal, candidates[r.end - 1].ordinal)
             for r in runs]
     sent: set[tuple[int, int]] = set()
-    leads: list[Lead | None] = []
-    for run in runs:
-        first = candidates[run.start]
+    leads: list[Lead | None] = [None] * len(runs)
+    for index in sorted(range(len(runs)), key=lambda i: -runs[i].value):
+        first = candidates[runs[index].start]
         lead = first.lead
         if lead is not None:
             key = (first.document_key, lead.ordinal)
@@ -275,7 +277,7 @@ def run_leads(candidates: Sequence[CandidateSentence], runs: Sequence[Run]) -> l
                 lead = None
             else:
                 sent.add(key)
-        leads.append(lead)
+        leads[index] = lead
     return leads
 
 
