@@ -73,12 +73,8 @@ def abstain_reason(relevance: float, *, min_relevance: float | None, verify_belo
     if verify_scores is None:
         raise ValueError(f"relevance {relevance:.3f} is below verify_below {verify_below}: "
                          "the cross-encoder's scores of the best sentences are needed")
-    best = max(verify_scores, default=0.0)
-    if best < verify_min_score:
-        return (f"relevance {relevance:.3f} is below verify_below {verify_below} and the cross-encoder scores "
-                f"the best sentences at most {best:.4f} (verify_min_score {verify_min_score}): "
-                "nothing in the collection answers")
-    return None
+    return _refused_by_cross_encoder(verify_scores, verify_min_score,
+                                     f"relevance {relevance:.3f} is below verify_below {verify_below} and")
 
 
 def lexical_abstain_reason(verify_scores: Sequence[float] | None, *, min_relevance: float | None,
@@ -88,10 +84,14 @@ def lexical_abstain_reason(verify_scores: Sequence[float] | None, *, min_relevan
     scores of the best sentences decide alone; without them (verify_below None) nothing is refused."""
     if min_relevance is None or verify_scores is None:
         return None
+    return _refused_by_cross_encoder(verify_scores, verify_min_score,
+                                     "mode 'bm25' has no cosines for the relevance model, and")
+
+
+def _refused_by_cross_encoder(verify_scores: Sequence[float], verify_min_score: float, why: str) -> str | None:
     best = max(verify_scores, default=0.0)
     if best < verify_min_score:
-        return (f"mode 'bm25' has no cosines for the relevance model, and the cross-encoder scores the best "
-                f"sentences at most {best:.4f} (verify_min_score {verify_min_score}): nothing in the collection "
-                "answers")
+        return (f"{why} the cross-encoder scores the best sentences at most {best:.4f} "
+                f"(verify_min_score {verify_min_score}): nothing in the collection answers")
     return None
 
