@@ -461,8 +461,11 @@ BEGIN
         SELECT d.sentence_id, d.rank FROM windowrag.dense_search(
             collection, query_embedding, CASE WHEN mode = 'bm25' THEN 0 ELSE n END, document_ids, ef_search) d
     ), sparse AS (
+        -- mode dense reads no word of the query: a NULL query_text is taken as no text there
+        -- (migration 0032; refused since 0031 as in the modes that read it)
         SELECT s.sentence_id, s.rank FROM windowrag.bm25_search(
-            collection, query_text, CASE WHEN mode = 'dense' THEN 0 ELSE n END, document_ids, k1, b) s
+            collection, CASE WHEN mode = 'dense' THEN coalesce(query_text, '') ELSE query_text END,
+            CASE WHEN mode = 'dense' THEN 0 ELSE n END, document_ids, k1, b) s
     ), fused AS (
         SELECT coalesce(dense.sentence_id, sparse.sentence_id) AS sentence_id,
                dense.rank AS dense_rank, sparse.rank AS bm25_rank,
@@ -1151,3 +1154,63 @@ BEGIN
     RETURN recent;
 END $$;
 REVOKE EXECUTE ON FUNCTION windowrag.bm25_pack_recent(integer) FROM PUBLIC;
+
+-- The functions only the schema owner may run (migration 0032): the SECURITY DEFINER ones, which
+-- act with the owner's privileges (the BM25 triggers, attached to a table of one's own, rewrite
+-- any tenant's statistics: CREATE TRIGGER checks EXECUTE), and those that rewrite BM25 tables or
+-- grant privileges. role_tenants is SECURITY DEFINER and callable by all on purpose: it answers
+-- only for roles the caller belongs to, and every policy reaches it through current_tenants.
+-- Listed from the catalog, not by hand, so that a SECURITY DEFINER function added later is in.
+CREATE OR REPLACE FUNCTION windowrag.owner_only_functions() RETURNS SETOF regprocedure
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT p.oid::regprocedure FROM pg_proc p
+    WHERE p.pronamespace = 'windowrag'::regnamespace
+      AND ((p.prosecdef AND p.proname <> 'role_tenants')
+           OR p.proname IN ('bm25_write_blocks', 'bm25_rebuild', 'bm25_pack_recent', 'setup_tenancy_roles',
+                            'setup_tenancy_roles_0003', 'revoke_owner_only_functions'))
+    ORDER BY p.oid::regprocedure::text
+$$;
+COMMENT ON FUNCTION windowrag.owner_only_functions() IS
+'The functions of the schema only its owner may run: the SECURITY DEFINER ones (but role_tenants), the BM25 rebuilds and the role setup; windowrag doctor checks that nobody else may.';
+
+-- EXECUTE on the owner-only functions taken back from PUBLIC and the three group roles, where a
+-- restore without privileges (pg_restore --no-acl: every function executable by PUBLIC) or a
+-- grant ON ALL FUNCTIONS gave it (migration 0032; run by setup_tenancy_roles and doctor --fix).
+CREATE OR REPLACE FUNCTION windowrag.revoke_owner_only_functions() RETURNS integer
+LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    fn regprocedure;
+    role_name text;
+    revoked integer := 0;
+BEGIN
+    FOR fn IN SELECT f FROM windowrag.owner_only_functions() f LOOP
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', fn);
+        FOREACH role_name IN ARRAY ARRAY['windowrag_reader', 'windowrag_writer', 'windowrag_service'] LOOP
+            CONTINUE WHEN NOT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = role_name);
+            EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM %I', fn, role_name);
+        END LOOP;
+        revoked := revoked + 1;
+    END LOOP;
+    RETURN revoked;
+END $$;
+REVOKE EXECUTE ON FUNCTION windowrag.revoke_owner_only_functions() FROM PUBLIC;
+COMMENT ON FUNCTION windowrag.revoke_owner_only_functions() IS
+'Takes EXECUTE on owner_only_functions() back from PUBLIC and the windowrag_* roles (after pg_restore --no-acl, say); returns how many functions it went over. Run by setup_tenancy_roles() and windowrag doctor --fix.';
+
+-- Group roles and their privileges: the grants of migrations 0003 and 0007 (0032: and the
+-- owner-only functions kept so: 0003's body grants readers EXECUTE ON ALL FUNCTIONS, which
+-- included the BM25 rebuilds, and a restore without privileges left all of them to PUBLIC).
+-- Idempotent; run by the owner (SELECT windowrag.setup_tenancy_roles()) after a DBA has created
+-- the roles, or after a restore. Writers get no INSERT on collections and no USAGE on its integer
+-- sequence (0007: the owner provisions collections; see sql/tenant_ids.sql).
+CREATE OR REPLACE FUNCTION windowrag.setup_tenancy_roles() RETURNS void
+LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM windowrag.setup_tenancy_roles_0003();
+    IF EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = 'windowrag_writer') THEN
+        REVOKE INSERT ON windowrag.collections FROM windowrag_writer;
+        REVOKE USAGE ON SEQUENCE windowrag.collections_id_seq FROM windowrag_writer;
+    END IF;
+    PERFORM windowrag.revoke_owner_only_functions();
+END $$;
+REVOKE EXECUTE ON FUNCTION windowrag.setup_tenancy_roles() FROM PUBLIC;

@@ -19,7 +19,8 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         ('collection_name', 1, 200, 'a collection name''s length in characters', 'the collections table''s CHECK')
 $$;
 
--- Raise invalid_parameter_value naming the first limit a value breaks; NULL arguments are not
+-- Raise invalid_parameter_value naming the first limit a value breaks and the argument it is
+-- (0032: window_size, not the limit's Python name window); NULL arguments are not
 -- checked. n: the list length of bm25_search/dense_search, where 0 means "no list" (hybrid
 -- search asks for 0 in single-list modes), checked against the candidates limit.
 CREATE OR REPLACE FUNCTION windowrag.check_search_limits(
@@ -45,8 +46,11 @@ BEGIN
         END;
         IF value IS NOT NULL AND (value < lim.low OR value > lim.high)
            AND NOT (lim.name = 'query_chars' AND value = 0) THEN  -- an empty query finds nothing
+            -- named as the SQL argument is: the window limit is window_size here (migration 0032;
+            -- `window` in Python and the CLI, which is what the limit is called)
             RAISE EXCEPTION 'windowrag: % must be %from % to %, not % (limit %: %)',
-                lim.what, CASE WHEN lim.what = lim.name THEN 'an integer ' ELSE '' END,
+                CASE lim.name WHEN 'window' THEN 'window_size' ELSE lim.what END,
+                CASE WHEN lim.what = lim.name THEN 'an integer ' ELSE '' END,
                 lim.low, lim.high, value, lim.name, lim.why
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;

@@ -56,7 +56,9 @@ def test_python_and_sql_refuse_the_same_values_with_the_same_message(conn, small
     with pytest.raises(psycopg.errors.InvalidParameterValue) as sql_error:
         conn.execute(f"SELECT * FROM windowrag.search_windows(%s, 'rotate keys', %s, {sql_name} => %s)",
                      [small, embedding, value])
-    assert sql_error.value.diag.message_primary == f"windowrag: {expected}"
+    # the same limit and words, naming the argument as SQL spells it: window_size, not the option
+    # `window` (migration 0032; "window must be ..." read as a mistake at a window_size argument)
+    assert sql_error.value.diag.message_primary == f"windowrag: {sql_name}{expected.removeprefix(option)}"
 
 
 def test_the_lower_level_sql_functions_check_the_same_limits(conn, small, embedder):
@@ -64,14 +66,16 @@ def test_the_lower_level_sql_functions_check_the_same_limits(conn, small, embedd
     cases = [
         ("SELECT * FROM windowrag.dense_search(%s, %s, 10, NULL, 5000)", [small, embedding], "ef_search", 5000),
         ("SELECT * FROM windowrag.hybrid_search(%s, 'keys', %s, rrf_k => 0)", [small, embedding], "rrf_k", 0),
-        ("SELECT * FROM windowrag.sentence_window(1, 101)", [], "window", 101),
+        ("SELECT * FROM windowrag.sentence_window(1, 101)", [], "window_size", 101),
         ("SELECT * FROM windowrag.candidate_sentences(%s, 'keys', %s, candidates => 5000)", [small, embedding],
          "candidates", 5000),
     ]
     for statement, params, name, value in cases:
         with pytest.raises(psycopg.errors.InvalidParameterValue) as error:
             conn.execute(statement, params)
-        assert error.value.diag.message_primary == f"windowrag: {limits.problem(name, value)}", statement
+        limit = "window" if name == "window_size" else name  # (the SQL argument of limit window)
+        message = f"{name}{limits.problem(limit, value).removeprefix(limit)}"
+        assert error.value.diag.message_primary == f"windowrag: {message}", statement
     # a list's length n is named as the argument it is (0 = "no list", as hybrid_search asks in
     # single-list modes)
     for function, params in [("dense_search", [small, embedding]), ("bm25_search", [small, "keys"])]:

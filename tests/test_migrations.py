@@ -576,6 +576,50 @@ def test_0031_bm25_reads_queries_and_sentences_in_their_composed_form_down_and_u
         assert conn.execute("SELECT tgenabled FROM pg_trigger WHERE tgname = 'sentences_no_update'").fetchone()[0] == "O"
 
 
+def test_0032_dense_mode_takes_a_null_query_text_and_window_size_is_named_down_and_up(db_url, embedder):
+    """0032: search_windows and hybrid_search with mode => 'dense' take a NULL query_text (dense
+    mode reads no word; 0031 refused it as if BM25 would read it), the modes that read it still
+    refuse it by name, candidate_sentences too (its sentence values read the words); the window
+    limit's message names the SQL argument window_size (0031: window, the Python option)."""
+    with scratch_database(db_url, "migration_0032_test") as url, db.connect(url, autocommit=True) as conn:
+        _populate(conn, embedder)
+        vector = str(embedder.embed_query("second sentence").tolist())
+        dense = "SELECT {} FROM windowrag.{}('m', {}, %s::vector, mode => 'dense')"
+        by_text = conn.execute(dense.format("segment_rank, start_char", "search_windows", "'second sentence'"),
+                               [vector]).fetchall()
+        fused = conn.execute(dense.format("sentence_id, rank", "hybrid_search", "'second sentence'"), [vector]).fetchall()
+        assert by_text and fused
+
+        def null_text_answers() -> tuple[bool, bool]:
+            answers = []
+            for columns, function, expected in (("segment_rank, start_char", "search_windows", by_text),
+                                                ("sentence_id, rank", "hybrid_search", fused)):
+                try:
+                    answers.append(conn.execute(dense.format(columns, function, "NULL"), [vector]).fetchall() == expected)
+                except psycopg.errors.NullValueNotAllowed:
+                    answers.append(False)
+            return tuple(answers)
+
+        def window_message() -> str:
+            with pytest.raises(psycopg.errors.InvalidParameterValue) as raised:
+                conn.execute("SELECT * FROM windowrag.sentence_window(1, 101)")
+            return raised.value.diag.message_primary
+
+        assert null_text_answers() == (True, True)
+        for mode in ("hybrid", "bm25"):
+            with pytest.raises(psycopg.errors.NullValueNotAllowed, match="query_text must not be NULL"):
+                conn.execute(f"SELECT * FROM windowrag.search_windows('m', NULL, %s::vector, mode => '{mode}')", [vector])
+        with pytest.raises(psycopg.errors.NullValueNotAllowed, match="query_text must not be NULL"):
+            conn.execute("SELECT * FROM windowrag.candidate_sentences('m', NULL, %s::vector, mode => 'dense')", [vector])
+        assert window_message().startswith("windowrag: window_size must be an integer from 0 to 100, not 101")
+        db.downgrade(conn, "0031")
+        assert null_text_answers() == (False, False)
+        assert window_message().startswith("windowrag: window must be an integer from 0 to 100, not 101")
+        db.upgrade(conn)
+        assert null_text_answers() == (True, True)
+        assert window_message().startswith("windowrag: window_size must be")
+
+
 def test_a_lead_in_is_looked_for_among_the_200_units_above_an_item(db_url, embedder):
     """The block a list item is in is found by a backward scan, bounded so that a page of
     thousands of items costs a query no more than 200 units each: an item further down has no

@@ -17,6 +17,7 @@ from psycopg import errors, sql
 
 from windowrag_pg.db import connection as db
 from windowrag_pg.db.sqlfiles import load_sql
+from windowrag_pg.doctor import Check, repair_owner_only_functions, run_checks
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.pipeline import Pipeline
 from windowrag_pg.retrieve.retriever import Retriever
@@ -837,3 +838,86 @@ def test_roles_that_may_not_migrate_or_use_the_schema_are_told_what_to_do(db_url
         with pytest.raises(db.DatabaseError, match=r"role 'wrtest_no_grants' may not use the schema windowrag: "
                                                    r"permission denied for schema windowrag\. Grant it a windowrag role"):
             db.connect(psycopg.conninfo.make_conninfo(url, user="wrtest_no_grants"))
+
+
+EXPLOIT = [  # a tenant reader attaches the owner's BM25 trigger to a table of its own
+    "CREATE TEMP TABLE fake_sentences (id bigint, collection_id int, bm25_length int, tsv tsvector)",
+    "CREATE TRIGGER t AFTER INSERT ON fake_sentences REFERENCING NEW TABLE AS new_rows "
+    "FOR EACH STATEMENT EXECUTE FUNCTION windowrag.bm25_after_insert()",
+]
+OWNER_ONLY_GRANTS = """
+SELECT has_function_privilege('windowrag_reader', 'windowrag.bm25_after_insert()', 'EXECUTE'),
+       has_function_privilege('windowrag_reader', 'windowrag.bm25_rebuild(integer)', 'EXECUTE'),
+       has_function_privilege('windowrag_reader', 'windowrag.bm25_pack_recent(integer)', 'EXECUTE'),
+       has_function_privilege('windowrag_reader', 'windowrag.bm25_write_blocks(integer, float8, bigint)', 'EXECUTE')
+"""
+
+
+def _owner_only_check(conn) -> Check:
+    (check,) = [c for c in run_checks(conn) if c.name == "owner-only functions"]
+    return check
+
+
+def _attach_owner_trigger(url: str, role: str) -> None:
+    with psycopg.connect(psycopg.conninfo.make_conninfo(url, user=role)) as reader:
+        for statement in EXPLOIT:
+            reader.execute(statement)
+        reader.rollback()
+
+
+def test_setup_tenancy_roles_keeps_the_owner_only_functions_after_a_restore_without_privileges(db_url):
+    """Found by a tester: after pg_restore --no-acl (every function executable by PUBLIC), the
+    documented setup_tenancy_roles() left EXECUTE on bm25_after_insert to PUBLIC, and a tenant
+    reader attached it to a temporary table of its own to rewrite another tenant's BM25
+    statistics; on a normal database it granted readers the BM25 rebuilds. Migration 0032:
+    setup_tenancy_roles() revokes them, doctor flags such a grant and --fix revokes it."""
+    from .conftest import scratch_database
+
+    reader_role = "wrtest_restored_reader"
+    with scratch_database(db_url, "owner_only_functions_test") as url:
+        with db.connect(url, autocommit=True) as owner:
+            _create_login_role(owner, reader_role, "windowrag_reader")
+            owner.execute("SELECT windowrag.setup_tenancy_roles()")  # a re-run grants no BM25 rebuild
+            assert owner.execute(OWNER_ONLY_GRANTS).fetchone() == (False,) * 4
+            assert _owner_only_check(owner).ok
+            # what pg_restore --no-acl leaves: every function to PUBLIC
+            owner.execute("GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA windowrag TO PUBLIC")
+            check = _owner_only_check(owner)
+            assert not check.ok and "windowrag.bm25_after_insert() executable by PUBLIC" in check.detail
+            assert "windowrag.role_tenants" not in check.detail  # callable by all on purpose
+            _attach_owner_trigger(url, reader_role)  # the exploit works in that state
+            owner.execute("SELECT windowrag.setup_tenancy_roles()")
+            assert owner.execute(OWNER_ONLY_GRANTS).fetchone() == (False,) * 4
+            assert _owner_only_check(owner).ok
+        with pytest.raises(errors.InsufficientPrivilege, match=r"permission denied for function (windowrag\.)?bm25_after_insert"):
+            _attach_owner_trigger(url, reader_role)
+        with db.connect(url, autocommit=True) as owner:
+            owner.execute("GRANT EXECUTE ON FUNCTION windowrag.bm25_after_insert() TO windowrag_reader")
+            check = _owner_only_check(owner)
+            assert not check.ok and "bm25_after_insert() executable by windowrag_reader" in check.detail
+            assert repair_owner_only_functions(owner) == ["windowrag.bm25_after_insert()"]  # doctor --fix
+            assert _owner_only_check(owner).ok
+            # a database restored so, then upgraded: 0032's upgrade revokes too
+            db.downgrade(owner, "0031")
+            owner.execute("GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA windowrag TO PUBLIC")
+            db.upgrade(owner)
+            assert _owner_only_check(owner).ok
+        with pytest.raises(errors.InsufficientPrivilege, match=r"permission denied for function (windowrag\.)?bm25_after_insert"):
+            _attach_owner_trigger(url, reader_role)
+
+
+def test_owner_only_functions_migration_round_trip_restores_the_schema_before_it_exactly(db_url):
+    from .conftest import scratch_database
+
+    with scratch_database(db_url, "owner_only_round_trip_test") as url:
+        with db.connect(url, autocommit=True) as conn:
+            db.downgrade(conn, "0031")
+            before = conn.execute(SCHEMA_FINGERPRINT).fetchone()[0]
+            assert conn.execute("SELECT to_regprocedure('windowrag.owner_only_functions()')").fetchone()[0] is None
+            db.upgrade(conn)
+            head = conn.execute(SCHEMA_FINGERPRINT).fetchone()[0]
+            assert head != before
+            db.downgrade(conn, "0031")
+            assert conn.execute(SCHEMA_FINGERPRINT).fetchone()[0] == before
+            db.upgrade(conn)
+            assert conn.execute(SCHEMA_FINGERPRINT).fetchone()[0] == head

@@ -553,7 +553,10 @@ def cmd_doctor(args) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from .doctor import centre_indexes, check_may_repair, repair_bm25, repair_indexes, repair_native, run_checks
+    from .doctor import (
+        centre_indexes, check_may_repair, repair_bm25, repair_indexes, repair_native, repair_owner_only_functions,
+        run_checks,
+    )
     from .store.collections import get_collection
 
     console = Console()
@@ -562,6 +565,9 @@ def cmd_doctor(args) -> int:
         recall_collection = get_collection(conn, args.recall) if args.recall is not None else None
         if args.fix:
             check_may_repair(conn)
+            for function in repair_owner_only_functions(conn):
+                console.print(f"fixed owner-only function {function}: EXECUTE revoked from PUBLIC and the windowrag_* roles",
+                              markup=False)
             for name in repair_indexes(conn):
                 console.print(f"fixed HNSW index of {name!r}: built (its BM25 statistics recounted and packed first)", markup=False)
             for name in centre_indexes(conn):

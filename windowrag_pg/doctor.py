@@ -42,7 +42,7 @@ class Check:
 
 
 def run_checks(conn: psycopg.Connection) -> list[Check]:
-    checks = [_server(conn), _pgvector(conn), _migrations(conn), _native(conn)]
+    checks = [_server(conn), _pgvector(conn), _migrations(conn), _native(conn), _owner_only_functions(conn)]
     checks += _indexes(conn)
     checks += _bm25(conn)
     return checks
@@ -85,6 +85,26 @@ def _native(conn) -> Check:
                      "windowrag doctor --fix")
     return Check("BM25 sums in C", True, "windowrag_native not installed (SQL sums, slower)",
                  "windowrag native-install (on the server's machine; needs make and cc)")
+
+
+def _owner_only_functions(conn) -> Check:
+    # SECURITY DEFINER functions run with the owner's privileges: bm25_after_insert attached to a
+    # reader's own temporary table rewrote any tenant's BM25 statistics (migration 0032)
+    granted = conn.execute(load_sql("owner_only_grants")).fetchall()
+    detail = "; ".join(f"{function} executable by {', '.join(grantees)}" for function, grantees in granted)
+    return Check("owner-only functions", not granted,
+                 detail or "only the owner may run the SECURITY DEFINER and BM25 rebuild functions",
+                 "windowrag doctor --fix (as the owner: revokes EXECUTE; or SELECT windowrag.setup_tenancy_roles(), "
+                 "which also grants the roles their privileges)" if granted else "")
+
+
+def repair_owner_only_functions(conn: psycopg.Connection) -> list[str]:
+    """Take EXECUTE on the owner-only functions back from PUBLIC and the group roles; the
+    functions that had it."""
+    granted = [function for function, _ in conn.execute(load_sql("owner_only_grants")).fetchall()]
+    if granted:
+        conn.execute(load_sql("revoke_owner_only_functions"))
+    return granted
 
 
 def repair_native(conn: psycopg.Connection) -> bool:

@@ -1,0 +1,1 @@
+SELECT windowrag.revoke_owner_only_functions()
