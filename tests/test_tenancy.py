@@ -17,13 +17,16 @@ from psycopg import errors, sql
 
 from windowrag_pg.db import connection as db
 from windowrag_pg.db.sqlfiles import load_sql
-from windowrag_pg.doctor import Check, repair_owner_only_functions, run_checks
+from windowrag_pg.cli import main
+from windowrag_pg.doctor import Check, drop_orphan_indexes, repair_owner_only_functions, run_checks
 from windowrag_pg.ingest import Ingestor
 from windowrag_pg.pipeline import Pipeline
 from windowrag_pg.retrieve.retriever import Retriever
 from windowrag_pg.sources import SourceDocument
 from windowrag_pg.store.bm25 import rebuild_bm25
-from windowrag_pg.store.collections import CollectionError, get_collection, list_collection_stats
+from windowrag_pg.store.collections import (
+    CollectionError, collection_index_name, get_collection, list_collection_stats,
+)
 from windowrag_pg.store.writer import delete_document
 
 WRITER_A = "wrtest_tenant_a"        # LOGIN, windowrag_writer, mapped to tenant A
@@ -921,3 +924,32 @@ def test_owner_only_functions_migration_round_trip_restores_the_schema_before_it
             assert conn.execute(SCHEMA_FINGERPRINT).fetchone()[0] == before
             db.upgrade(conn)
             assert conn.execute(SCHEMA_FINGERPRINT).fetchone()[0] == head
+
+
+def test_a_writer_deletes_its_collection_and_the_owner_drops_the_index_it_leaves(tenancy, embedder, capsys):
+    """Found by a tester: a tenant writer's `windowrag delete-collection` committed the delete,
+    then failed on DROP INDEX ("must be owner of index"), exited 1 and left the index for good;
+    doctor never named it. The writer's delete succeeds and says the index is left for the owner;
+    doctor names it and --fix (as the owner) drops it with its key functions."""
+    name = f"rls_a_gone_{uuid.uuid4().hex[:8]}"
+    with db.connect(tenancy.db_url, autocommit=True) as owner:
+        report = Ingestor(owner, collection=name, embedder=embedder, tenant=tenancy.tenant_a).ingest(DOCS_A[:1])
+        assert report.added == 1
+        collection = get_collection(owner, name)
+        index = collection_index_name(collection)
+    assert main(["--database-url", tenancy.url(WRITER_A), "delete-collection", name]) == 0
+    printed = capsys.readouterr()
+    assert f"deleted collection {name!r} (1 document)" in printed.out
+    assert f"role {WRITER_A!r} may not drop indexes" in printed.err and "windowrag doctor --fix" in printed.err
+    with db.connect(tenancy.db_url, autocommit=True) as owner:
+        assert owner.execute("SELECT count(*) FROM windowrag.collections WHERE name = %s", [name]).fetchone()[0] == 0
+        [check] = [c for c in run_checks(owner) if c.name == "vector indexes of deleted collections"]
+        assert not check.ok and f"windowrag.{index} (collection id {collection.id} no longer exists)" in check.detail
+        assert drop_orphan_indexes(owner) == [f"windowrag.{index}"]
+        [check] = [c for c in run_checks(owner) if c.name == "vector indexes of deleted collections"]
+        assert check.ok
+        assert owner.execute("SELECT to_regclass(%s)", [f"windowrag.{index}"]).fetchone()[0] is None
+        assert owner.execute("SELECT count(*) FROM pg_proc WHERE proname LIKE %s",
+                             [f"index\\_key\\_c{collection.id}\\_%"]).fetchone()[0] == 0
+    with tenancy.connect(WRITER_A) as writer:  # a tenant role is not shown others' indexes as orphans
+        assert not [c for c in run_checks(writer) if c.name == "vector indexes of deleted collections"]

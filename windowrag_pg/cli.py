@@ -500,11 +500,16 @@ def cmd_documents(args) -> int:
 
 
 def cmd_delete_collection(args) -> int:
-    from .store.collections import delete_collection
+    from .store.collections import delete_collection, may_index_sentences
 
     with _connect(args) as conn:
         documents = delete_collection(conn, args.name)
+        index_left = not may_index_sentences(conn)
+        role = conn.info.user
     print(f"deleted collection {args.name!r} ({_count(documents, 'document')})")
+    if index_left:
+        print(f"windowrag: role {role!r} may not drop indexes: the collection's vector index (over no rows) "
+              "is left for the schema's owner to drop (`windowrag doctor --fix` as the owner)", file=sys.stderr)
     return 0
 
 
@@ -554,8 +559,8 @@ def cmd_doctor(args) -> int:
     from rich.markup import escape
 
     from .doctor import (
-        centre_indexes, check_may_repair, repair_bm25, repair_indexes, repair_native, repair_owner_only_functions,
-        run_checks,
+        centre_indexes, check_may_repair, drop_orphan_indexes, repair_bm25, repair_indexes, repair_native,
+        repair_owner_only_functions, run_checks,
     )
     from .store.collections import get_collection
 
@@ -568,6 +573,8 @@ def cmd_doctor(args) -> int:
             for function in repair_owner_only_functions(conn):
                 console.print(f"fixed owner-only function {function}: EXECUTE revoked from PUBLIC and the windowrag_* roles",
                               markup=False)
+            for index in drop_orphan_indexes(conn):
+                console.print(f"fixed vector index {index} of a deleted collection: dropped", markup=False)
             for name in repair_indexes(conn):
                 console.print(f"fixed HNSW index of {name!r}: built (its BM25 statistics recounted and packed first)", markup=False)
             for name in centre_indexes(conn):

@@ -19,8 +19,8 @@ from .evaluation.metrics import ann_recall_at_k
 from .store.bm25 import pack_counts, pack_if_due, pack_kind, rebuild_bm25
 from .store.collections import (
     Collection, build_collection_index, centre_collection_index, collection_index_name,
-    collection_index_state, collection_sentence_count, get_collection, index_key, index_statistics,
-    missing_statistics,
+    collection_index_state, collection_sentence_count, drop_orphan_collection_indexes, get_collection, index_key,
+    index_statistics, may_index_sentences, missing_statistics, orphan_collection_indexes,
 )
 
 
@@ -120,6 +120,8 @@ def _indexes(conn) -> list[Check]:
     invalid = [r[0] for r in rows if not (r[2] and r[3]) and r[0] not in hnsw]  # collections' own: below
     checks = [Check("indexes valid", not invalid, f"{len(rows)} indexes" + (f"; invalid: {', '.join(invalid)}" if invalid else ""),
                     "REINDEX INDEX CONCURRENTLY <name> for each invalid index" if invalid else "")]
+    if may_index_sentences(conn):  # the owner sees every collection; to a tenant role others' look gone
+        checks.append(_orphan_indexes(conn))
     for collection in collections:
         name = collection.name
         index = f"windowrag.{collection_index_name(collection)}"
@@ -141,6 +143,14 @@ def _indexes(conn) -> list[Check]:
                                 "windowrag doctor --fix (builds an index centred on the rows beside it, then swaps them)"))
         checks.append(_bm25_plan(conn, collection))
     return checks
+
+
+def _orphan_indexes(conn) -> Check:
+    # a tenant writer's delete-collection leaves its collection's index (only the owner may drop it)
+    orphans = orphan_collection_indexes(conn)
+    detail = "; ".join(f"windowrag.{name} (collection id {cid} no longer exists)" for name, cid in orphans)
+    return Check("vector indexes of deleted collections", not orphans, detail or "none",
+                 "windowrag doctor --fix (as the owner: drops them)" if orphans else "")
 
 
 def _centre_advice(conn, collection: Collection, size: int) -> str | None:
@@ -174,6 +184,11 @@ def repair_indexes(conn: psycopg.Connection) -> list[str]:
         if build_collection_index(conn, get_collection(conn, name)):
             repaired.append(name)
     return repaired
+
+
+def drop_orphan_indexes(conn: psycopg.Connection) -> list[str]:
+    """Drop the vector indexes of collections that no longer exist; their names."""
+    return drop_orphan_collection_indexes(conn)
 
 
 def centre_indexes(conn: psycopg.Connection) -> list[str]:

@@ -163,6 +163,32 @@ def collection_index_name(collection: Collection) -> str:
     return f"{COLLECTION_INDEX_PREFIX}{collection.id}"
 
 
+def may_index_sentences(conn: psycopg.Connection) -> bool:
+    """Whether the current role may create and drop the collections' vector indexes: it owns
+    windowrag.sentences (the schema's owner), which tenant roles do not."""
+    return bool(conn.execute(load_sql("may_index_sentences")).fetchone()[0])
+
+
+def orphan_collection_indexes(conn: psycopg.Connection) -> list[tuple[str, int]]:
+    """(index name, collection id) of the vector indexes whose collection no longer exists (a
+    tenant writer's delete_collection leaves them); for the owner, who sees every collection."""
+    return conn.execute(load_sql("orphan_collection_indexes"), {"prefix": COLLECTION_INDEX_PREFIX}).fetchall()
+
+
+def drop_orphan_collection_indexes(conn: psycopg.Connection) -> list[str]:
+    """Drop (CONCURRENTLY on an autocommit connection) the indexes orphan_collection_indexes
+    finds, with their key functions; their names."""
+    dropped = []
+    for index_name, collection_id in orphan_collection_indexes(conn):
+        with index_ddl_turn(conn):
+            conn.execute(sql.SQL(load_sql("drop_collection_index")).format(
+                concurrently=sql.SQL("CONCURRENTLY" if _outside_transaction(conn) else ""),
+                index_name=sql.Identifier(index_name)))
+            _drop_unused_index_keys_of(conn, collection_id)
+        dropped.append(f"windowrag.{index_name}")
+    return dropped
+
+
 # The deferred HNSW build of a bulk load (and the repair of a missing or invalid index): at least
 # this much maintenance_work_mem (a server setting above it is kept; a graph that does not fit is
 # built much more slowly) and this many parallel maintenance workers (the leader builds too).
@@ -299,8 +325,12 @@ def _create_index(conn: psycopg.Connection, collection: Collection, centre: str 
 
 def drop_unused_index_keys(conn: psycopg.Connection, collection: Collection) -> int:
     """Drop the collection's key functions (_key_function) that no index uses; how many."""
+    return _drop_unused_index_keys_of(conn, collection.id)
+
+
+def _drop_unused_index_keys_of(conn: psycopg.Connection, collection_id: int) -> int:
     names = [name for (name,) in conn.execute(load_sql("unused_index_keys"),
-                                              [f"{KEY_FUNCTION_PREFIX}{collection.id}_"]).fetchall()]
+                                              [f"{KEY_FUNCTION_PREFIX}{collection_id}_"]).fetchall()]
     for name in names:
         conn.execute(sql.SQL(load_sql("drop_index_key_function")).format(name=sql.Identifier("windowrag", name)))
     return len(names)
@@ -576,19 +606,24 @@ def delete_collection(conn: psycopg.Connection, name: str) -> int:
     On an autocommit connection the index goes after the commit, CONCURRENTLY: a plain DROP INDEX
     locks the whole shared sentences table, so it queued behind any long reader and every search
     of every collection queued behind it (7 s behind an 8 s query). Inside the caller's
-    transaction it is dropped there, as before."""
+    transaction it is dropped there, as before.
+
+    A role that may not drop indexes on windowrag.sentences (a tenant writer: only the schema's
+    owner may) leaves the index, over no rows, for the owner: `windowrag doctor` names it and
+    `doctor --fix` drops it (orphan_collection_indexes). Its DROP failed after the commit before."""
     from .writer import lock_collection_writes
 
     concurrently = _outside_transaction(conn)
+    drops_index = may_index_sentences(conn)
     with conn.transaction():
         collection = get_collection(conn, name)
         lock_collection_writes(conn, collection)
         documents = conn.execute(load_sql("collection_document_count"), [collection.id]).fetchone()[0]
         conn.execute(load_sql("delete_collection"), [collection.id])
-        if not concurrently:
+        if not concurrently and drops_index:
             conn.execute(_drop_index_statement(collection, concurrently=False))
             drop_unused_index_keys(conn, collection)
-    if concurrently:  # an index over no rows meanwhile; its name is never reused (collection ids are not)
+    if concurrently and drops_index:  # an index over no rows meanwhile; its name is never reused (collection ids are not)
         with index_ddl_turn(conn):
             conn.execute(_drop_index_statement(collection, concurrently=True))
             drop_unused_index_keys(conn, collection)
