@@ -417,8 +417,8 @@ def test_read_only_role_can_search_but_not_write(tenancy, embedder):
         for statement, params in statements:
             with pytest.raises(errors.InsufficientPrivilege, match="permission denied"):
                 conn.execute(statement, params)
-        with pytest.raises(errors.InsufficientPrivilege):
-            delete_document(conn, collection, "a-policy")
+        with pytest.raises(CollectionError, match=rf"role '{READER_A}' may not delete documents of collection"):
+            delete_document(conn, collection, "a-policy")  # (a bare "permission denied" before: refused up front)
     with db.connect(tenancy.db_url, autocommit=True) as owner:
         assert _collection_counts(owner, tenancy.id_a) == tenancy.counts_a
 
@@ -953,3 +953,31 @@ def test_a_writer_deletes_its_collection_and_the_owner_drops_the_index_it_leaves
                              [f"index\\_key\\_c{collection.id}\\_%"]).fetchone()[0] == 0
     with tenancy.connect(WRITER_A) as writer:  # a tenant role is not shown others' indexes as orphans
         assert not [c for c in run_checks(writer) if c.name == "vector indexes of deleted collections"]
+
+
+@pytest.mark.parametrize("role", [READER_A, WRITER_A])
+def test_a_tenant_role_is_told_before_any_work_what_it_may_not_delete_or_reembed(tenancy, embedder, role, capsys):
+    """Found by a tester: a reader's `windowrag delete`, `delete-collection` and `reembed` failed on
+    a bare "permission denied for table collections", a writer's reembed only after embedding
+    the whole collection. Each is refused up front naming the role, the collection and the role
+    it would need; nothing is embedded, nothing changes."""
+    from windowrag_pg.reembed import reembed_collection
+
+    url = tenancy.url(role)
+    commands = [["delete", "--collection", tenancy.name_a, DOCS_A[0].external_id],
+                ["delete-collection", tenancy.name_a],
+                ["reembed", tenancy.name_a, "--embedder", embedder.model_id]]
+    if role == WRITER_A:  # a writer may delete: only reembed is the owner's
+        commands = commands[2:]
+    for command in commands:
+        assert main(["--database-url", url, *command]) == 1, command
+        err = capsys.readouterr().err
+        assert f"role {role!r} may not" in err and f"collection {tenancy.name_a!r}" in err, err
+        assert ("schema's owner" in err) and ("windowrag_writer" in err or command[0] == "reembed"), err
+        assert "permission denied" not in err
+    embedded = []
+    with tenancy.connect(role) as conn, pytest.raises(CollectionError, match=rf"role '{role}' may not re-embed"):
+        reembed_collection(conn, tenancy.name_a, embedder, on_units=embedded.append)
+    assert embedded == []  # refused before the first sentence was embedded
+    with db.connect(tenancy.db_url, autocommit=True) as owner:
+        assert _collection_counts(owner, tenancy.id_a) == tenancy.counts_a

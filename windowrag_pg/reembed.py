@@ -25,7 +25,8 @@ from .db.sqlfiles import load_sql
 from .embed.base import Embedder
 from .embed.headers import embedding_text
 from .store.collections import (
-    Collection, check_dimension, collection_index_name, drop_unused_index_keys, ensure_collection_index, get_collection,
+    Collection, check_dimension, check_role_may, collection_index_name, drop_unused_index_keys, ensure_collection_index,
+    get_collection,
 )
 
 
@@ -39,6 +40,8 @@ def reembed_collection(conn: psycopg.Connection, name: str, embedder: Embedder, 
     check_dimension(embedder.model_id, embedder.dimension)  # before minutes of embedding
     with conn.transaction():
         old = get_collection(conn, name)
+        check_role_may(conn, "may_reembed", action="re-embed", collection=name,
+                       needs="the schema's owner, who creates collections and their vector indexes")
         rows = _sentences(conn, old, None)
     vectors = _embed(rows, old, embedder, on_units)  # minutes for a big collection: no transaction open
     with conn.transaction():

@@ -163,6 +163,20 @@ def collection_index_name(collection: Collection) -> str:
     return f"{COLLECTION_INDEX_PREFIX}{collection.id}"
 
 
+def check_role_may(conn: psycopg.Connection, privileges: str, *, action: str, collection: str, needs: str) -> None:
+    """Refuse, before any work, an action the current role lacks the privileges for (sql/PRIVILEGES.sql:
+    whether it may, and its name), naming the role, the collection and the role it would need:
+    tenant roles got a bare "permission denied for table collections", a writer's re-embed only
+    after embedding the whole collection."""
+    allowed, role = conn.execute(load_sql(privileges)).fetchone()
+    if not allowed:
+        raise CollectionError(f"role {role!r} may not {action} collection {collection!r}: that needs {needs} "
+                              "(docs/tenancy.md)")
+
+
+WRITER_OR_OWNER = "a windowrag_writer role of the collection's tenant or the schema's owner"
+
+
 def may_index_sentences(conn: psycopg.Connection) -> bool:
     """Whether the current role may create and drop the collections' vector indexes: it owns
     windowrag.sentences (the schema's owner), which tenant roles do not."""
@@ -617,6 +631,7 @@ def delete_collection(conn: psycopg.Connection, name: str) -> int:
     drops_index = may_index_sentences(conn)
     with conn.transaction():
         collection = get_collection(conn, name)
+        check_role_may(conn, "may_delete_collections", action="delete", collection=name, needs=WRITER_OR_OWNER)
         lock_collection_writes(conn, collection)
         documents = conn.execute(load_sql("collection_document_count"), [collection.id]).fetchone()[0]
         conn.execute(load_sql("delete_collection"), [collection.id])

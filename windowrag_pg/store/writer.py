@@ -15,7 +15,7 @@ from psycopg.types.json import Jsonb
 from ..db.sqlfiles import load_sql
 from ..parse.types import ParsedDocument, Unit
 from ..split.gaps import unit_gaps
-from .collections import Collection, CollectionError
+from .collections import WRITER_OR_OWNER, Collection, CollectionError, check_role_may
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +134,8 @@ def update_metadata(conn: psycopg.Connection, collection: Collection, record: Do
 
 
 def delete_document(conn: psycopg.Connection, collection: Collection, external_id: str) -> bool:
+    check_role_may(conn, "may_delete_documents", action="delete documents of", collection=collection.name,
+                   needs=WRITER_OR_OWNER)
     with conn.transaction():
         lock_collection_writes(conn, collection)
         row = conn.execute(load_sql("delete_document"), [collection.id, external_id]).fetchone()
