@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg_pool import AsyncConnectionPool
 
 import windowrag_pg
@@ -62,6 +64,35 @@ def test_async_pipeline_on_a_pool_and_on_a_connection(conn, db_url, embedder, sa
 
     concurrent, single = asyncio.run(main())
     assert concurrent == want and single == want
+
+
+def test_async_pipelines_sharing_one_connection_take_turns_on_it(db_url, embedder, samples_collection):
+    """Three AsyncPipelines on one AsyncConnection, first calls under asyncio.gather (as LlamaIndex's
+    QueryFusionRetriever(use_async=True) runs two retrievers): each prepared the connection under
+    a lock of its own, so they nested their transactions (OutOfOrderTransactionNesting) and left
+    the autocommit connection in one, where the caller's next INSERT was never committed."""
+    table = f"caller_rows_{uuid.uuid4().hex[:8]}"
+
+    async def main():
+        async with await psycopg.AsyncConnection.connect(db_url, autocommit=True) as shared:
+            pipelines = [AsyncPipeline(shared, collection=samples_collection, embedder=embedder) for _ in range(3)]
+            results = await asyncio.gather(*(p.search(q, k=2) for q in SAMPLE_QUERIES for p in pipelines))
+            status = shared.info.transaction_status
+            await shared.execute(sql.SQL("INSERT INTO public.{} VALUES ('the caller''s row')").format(
+                sql.Identifier(table)))
+            return [contexts(r) for r in results], status
+
+    with psycopg.connect(db_url, autocommit=True) as other:
+        other.execute(sql.SQL("CREATE TABLE public.{} (note text)").format(sql.Identifier(table)))
+        try:
+            results, status = asyncio.run(main())
+            assert status == psycopg.pq.TransactionStatus.IDLE
+            assert other.execute(sql.SQL("SELECT count(*) FROM public.{}").format(
+                sql.Identifier(table))).fetchone()[0] == 1
+        finally:
+            other.execute(sql.SQL("DROP TABLE public.{}").format(sql.Identifier(table)))
+    per_query = [results[i:i + 3] for i in range(0, len(results), 3)]
+    assert all(same[0] and same.count(same[0]) == 3 for same in per_query)
 
 
 def test_the_models_run_off_the_event_loop(conn, db_url, embedder, samples_collection):

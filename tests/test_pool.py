@@ -2,10 +2,13 @@
 handed back as they were lent."""
 from __future__ import annotations
 
+import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from windowrag_pg.db.source import connection_source
@@ -37,6 +40,44 @@ def test_pipeline_on_a_pool_equals_one_connection_under_concurrency(conn, db_url
             assert lent.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
         retriever = Retriever(pool, collection=samples_collection, embedder=embedder)
         assert retriever.search(SAMPLE_QUERIES[0], k=1).contexts[0].document_id == "handbook.md"
+
+
+@pytest.mark.parametrize("autocommit", [True, False])
+def test_pipelines_sharing_one_connection_take_turns_on_it(db_url, embedder, samples_collection, collection_name,
+                                                           autocommit):
+    """Four Pipelines given one caller's connection, searched from four threads at once from their
+    first use: each wrapped the connection with a first-use lock and transaction count of its own,
+    so they nested their transactions (OutOfOrderTransactionNesting, "Explicit rollback()
+    forbidden within a Transaction context") and left the connection in one, where the caller's
+    next INSERT was lost and Ingestor(conn) refused it."""
+    table = sql.Identifier(f"caller_rows_{uuid.uuid4().hex[:8]}")
+    with psycopg.connect(db_url, autocommit=True) as other:
+        other.execute(sql.SQL("CREATE TABLE public.{} (note text)").format(table))
+        try:
+            for trial in range(3):  # a fresh connection each time: its first use is the race
+                with psycopg.connect(db_url, autocommit=autocommit) as shared:
+                    pipelines = [Pipeline(shared, collection=samples_collection, embedder=embedder) for _ in range(4)]
+                    start = threading.Barrier(len(pipelines))
+
+                    def search_all(pipeline):
+                        start.wait()
+                        return [contexts(pipeline.search(q, k=2)) for q in SAMPLE_QUERIES]
+
+                    with ThreadPoolExecutor(max_workers=len(pipelines)) as workers:
+                        results = list(workers.map(search_all, pipelines))
+                    assert all(result == results[0] for result in results) and all(results[0])
+                    assert shared.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+                    shared.execute(sql.SQL("INSERT INTO public.{} VALUES ('the caller''s row')").format(table))
+                    if not autocommit:
+                        shared.commit()
+                    seen = other.execute(sql.SQL("SELECT count(*) FROM public.{}").format(table)).fetchone()[0]
+                    assert seen == trial + 1  # committed, visible from another connection
+                    report = Ingestor(shared, collection=collection_name, embedder=embedder).ingest(
+                        [SourceDocument(external_id=f"after-{trial}", format="text",
+                                        text="Written after the searches. On the same connection.")])
+                    assert (report.added, report.errors) == (1, [])
+        finally:
+            other.execute(sql.SQL("DROP TABLE public.{}").format(table))
 
 
 def test_ingestor_on_a_pool_commits_each_document_and_restores_the_connection(db_url, embedder, collection_name):

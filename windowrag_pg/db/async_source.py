@@ -7,6 +7,7 @@ per database on a short-lived synchronous connection in a worker thread, never o
 from __future__ import annotations
 
 import asyncio
+import threading
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -42,32 +43,56 @@ async def prepare_async_connection(conn: psycopg.AsyncConnection, *, migrate: bo
         await conn.commit()
 
 
+class AsyncConnectionTurns:
+    """What every user of one AsyncConnection shares, whichever AsyncPipeline or retriever wraps
+    it (as source.ConnectionTurns): the turn, whether it is prepared, and SharedUse. Per wrapper,
+    two retrievers' first calls under asyncio.gather prepared it at once and nested their
+    transactions (OutOfOrderTransactionNesting), leaving an autocommit connection in one."""
+
+    def __init__(self) -> None:
+        self.turn = asyncio.Lock()
+        self.ready = False
+        self.use = SharedUse()
+
+
+_turns: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_turns_lock = threading.Lock()  # retrievers may be built in any thread
+
+
+def async_turns_of(conn: psycopg.AsyncConnection) -> AsyncConnectionTurns:
+    """The AsyncConnectionTurns of CONN, one per connection object for as long as it lives."""
+    with _turns_lock:
+        turns = _turns.get(conn)
+        if turns is None:
+            turns = _turns[conn] = AsyncConnectionTurns()
+        return turns
+
+
 class AsyncSingleConnection:
-    """One AsyncConnection shared by every call: statements of concurrent calls take turns."""
+    """One AsyncConnection shared by every call: concurrent calls take turns on it, one statement
+    at a time, also across the AsyncPipelines and retrievers given the same connection."""
 
     def __init__(self, conn: psycopg.AsyncConnection, *, migrate: bool = True) -> None:
         self.conn = conn
         self.migrate = migrate
-        self._ready = False
-        self._lock = asyncio.Lock()
-        self._use = SharedUse()
+        self._turns = async_turns_of(conn)
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
-        if not self._ready:
-            async with self._lock:  # concurrent first calls prepare it once
-                if not self._ready:
-                    await prepare_async_connection(self.conn, migrate=self.migrate)
-                    self._ready = True
-        self._use.enter(self.conn)
-        try:
-            yield self.conn
-        finally:
-            if self._use.leave(self.conn):
-                try:
-                    await self.conn.rollback()
-                finally:
-                    self._use.ended()
+        turns = self._turns
+        async with turns.turn:
+            if not turns.ready:
+                await prepare_async_connection(self.conn, migrate=self.migrate)
+                turns.ready = True
+            turns.use.enter(self.conn)
+            try:
+                yield self.conn
+            finally:
+                if turns.use.leave(self.conn):
+                    try:
+                        await self.conn.rollback()
+                    finally:
+                        turns.use.ended()
 
 
 class AsyncPooledConnections:

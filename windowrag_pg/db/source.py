@@ -60,32 +60,54 @@ class SharedUse:
             self._ending = False
 
 
+class ConnectionTurns:
+    """What every user of one caller's connection shares, whichever Pipeline, retriever or
+    Ingestor wraps it: the turn (a unit of work holds the connection until it ends: psycopg
+    serialises statements, not transaction blocks, and another thread's first-use preparation
+    or ingest opened one that a concurrent call then nested into or rolled back) and SharedUse."""
+
+    def __init__(self) -> None:
+        self.turn = threading.RLock()  # re-entrant: a unit of work may lend it again in its thread
+        self.use = SharedUse()
+
+
+_turns: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_turns_lock = threading.Lock()
+
+
+def turns_of(conn: Any) -> ConnectionTurns:
+    """The ConnectionTurns of CONN, one per connection object for as long as it lives."""
+    with _turns_lock:
+        turns = _turns.get(conn)
+        if turns is None:
+            turns = _turns[conn] = ConnectionTurns()
+        return turns
+
+
 class SingleConnection:
-    """One connection shared by every call (psycopg serialises its use between threads), made
-    ready on first use as a pool's are (a connection of wr.connect already is)."""
+    """One connection shared by every call, made ready on first use as a pool's are (a connection
+    of wr.connect already is). Concurrent calls take turns on it, also across the Pipelines,
+    retrievers and Ingestors given the same connection (ConnectionTurns)."""
 
     def __init__(self, conn: psycopg.Connection, *, migrate: bool = True) -> None:
         self.conn = conn
         self.migrate = migrate
-        self._use = SharedUse()
-        self._ready_lock = threading.Lock()
+        self._turns = turns_of(conn)
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
-        self._use.enter(self.conn)
-        try:
-            self._make_ready()
-            yield self.conn
-        finally:
-            if self._use.leave(self.conn):
-                try:
-                    self.conn.rollback()
-                finally:
-                    self._use.ended()
-
-    def _make_ready(self) -> None:
-        with self._ready_lock:
-            prepare_callers_connection(self.conn, migrate=self.migrate)
+        use = self._turns.use
+        with self._turns.turn:
+            use.enter(self.conn)
+            try:
+                prepare_callers_connection(self.conn, migrate=self.migrate)
+                yield self.conn
+            finally:
+                if use.leave(self.conn):
+                    try:
+                        self.conn.rollback()
+                    finally:
+                        use.ended()
 
 
 class PooledConnections:
