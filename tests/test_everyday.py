@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -271,6 +272,14 @@ def test_an_empty_path_and_paths_given_to_ingest_are_named(conn, collection_name
     assert [(e.name, e.message) for e in wr.iter_sources([""])] == [("''", "an empty path names no file or folder")]
     with pytest.raises(TypeError, match=r"Ingestor.ingest takes SourceDocuments, not str .*iter_sources\(paths\)"):
         Ingestor(conn, collection=collection_name, embedder=embedder).ingest(["windowrag_pg/samples/security.md"])
+
+
+@pytest.mark.parametrize("one_path", ["/", ".", "a.md", b"/", Path("/")])
+def test_one_path_given_to_iter_sources_is_refused_when_called(one_path):
+    """iter_sources("a.md") iterated the string: "." read the working folder, "/" walked the whole
+    disk (a PermissionError on /proc); it must be refused before anything is read."""
+    with pytest.raises(TypeError, match=r"iter_sources takes a list of paths, not one path .*iter_sources\(\["):
+        wr.iter_sources(one_path)
 
 
 def test_a_new_collection_name_needs_a_visible_character(conn, embedder):

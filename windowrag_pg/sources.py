@@ -14,6 +14,7 @@ import json
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from os import PathLike
 from pathlib import Path
 
 from .parse import FORMAT_BY_SUFFIX, ParseError, check_document_size, decode_text, detect_format
@@ -58,7 +59,17 @@ def iter_sources(paths: Iterable[str | Path]) -> Iterator[SourceDocument | Sourc
 
     In a folder, hidden files and folders (.git, .venv, ...) and files of other formats (images,
     binaries) are passed over: a project folder holds them; a file named on its own is read or
-    refused. A folder with no file to read is an error naming it."""
+    refused. A folder with no file to read is an error naming it.
+
+    PATHS is a list (any iterable) of paths: one path on its own is refused here, when called
+    (iterated, "a.md" was its characters: "." read the working folder, "/" the whole disk)."""
+    if isinstance(paths, (str, bytes, PathLike)):
+        raise TypeError(f"iter_sources takes a list of paths, not one path ({paths!r:.80}): "
+                        f"iter_sources([{paths!r:.80}])")
+    return _iter_paths(paths)
+
+
+def _iter_paths(paths: Iterable[str | Path]) -> Iterator[SourceDocument | SourceError]:
     for raw in paths:
         if not str(raw).strip():  # Path("") is the working directory, which nobody means by it
             yield SourceError(repr(str(raw)), "an empty path names no file or folder")
