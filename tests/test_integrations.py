@@ -201,3 +201,22 @@ def test_bad_options_fail_when_the_retriever_is_built():
             retriever(collection="x", mode="hibrid")
         with pytest.raises(FilterError, match="unknown filter key 'bogus'"):
             retriever(collection="x", filters={"bogus": 1})
+
+
+def test_a_retrievers_repr_and_serialised_forms_hide_the_database_password():
+    """repr, LangChain's dumpd/dumps (what tracing records) and model_dump showed url= whole."""
+    require_optional("langchain_core", "langchain-core")
+    from langchain_core.load import dumpd, dumps
+
+    from windowrag_pg.integrations.langchain import WindowragRetriever as LangChainRetriever
+    from windowrag_pg.integrations.llama_index import WindowragRetriever as LlamaRetriever
+
+    url, read_url = "postgresql://app:s3cretpw@db.example/prod", "host=replica user=app password=r3plicapw"
+    chain = LangChainRetriever(collection="docs", url=url, read_url=read_url, k=3)
+    llama = LlamaRetriever(collection="docs", url=url, read_url=read_url, k=3)
+    shown = [repr(chain), str(dumpd(chain)), dumps(chain), str(chain.model_dump()), chain.model_dump_json(),
+             repr(llama.windowrag), repr(llama)]
+    assert not [text for text in shown if "s3cretpw" in text or "r3plicapw" in text]
+    assert "url='postgresql://app:***@db.example/prod'" in repr(chain)
+    assert "read_url='host=replica user=app password=***'" in repr(llama.windowrag)
+    assert (chain.windowrag.url, llama.windowrag.read_url) == (url, read_url)  # still what connects

@@ -12,7 +12,7 @@ from typing import Any
 from ..assemble.context import AssembledContext
 from ..async_pipeline import AsyncPipeline
 from ..db.source import is_async
-from ..db.connection import connect
+from ..db.connection import _redact, connect
 from ..ingest import Ingestor, IngestReport
 from ..pipeline import Pipeline, PipelineOptions
 from ..retrieve.filters import compile_filters
@@ -105,6 +105,17 @@ class WindowragSearch:
         if self.filters is not None:
             compile_filters(self.filters)  # pure: a misspelt key or bad condition fails now, not at the first query
         check_collection_name(self.collection)
+
+    def settings(self) -> dict[str, Any]:
+        """What reprs and serialised forms show (LangChain's dumpd, a trace): the URLs with their
+        passwords as *** (they were shown whole), not the pipelines built on first use."""
+        return {"collection": self.collection, "connection": self.connection,
+                "url": _redact(self.url) if self.url else self.url,
+                "read_url": _redact(self.read_url) if self.read_url else self.read_url,
+                "filters": self.filters, "options": self.options}
+
+    def __repr__(self) -> str:
+        return f"WindowragSearch({', '.join(f'{name}={value!r}' for name, value in self.settings().items())})"
 
     def search(self, query: str) -> list[AssembledContext]:
         import windowrag_pg

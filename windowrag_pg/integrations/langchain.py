@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict
+from pydantic import ConfigDict, field_serializer
 
 from ..assemble.context import AssembledContext
 from ..ingest import IngestReport
@@ -38,6 +38,10 @@ class WindowragRetriever(BaseRetriever):
         search = WindowragSearch(collection=collection, connection=connection, url=url, read_url=read_url,
                                  filters=filters, options=options)
         super().__init__(windowrag=search, tags=tags, metadata=metadata)
+
+    @field_serializer("windowrag")
+    def _shown_settings(self, search: WindowragSearch) -> dict[str, Any]:
+        return search.settings()  # model_dump showed the URLs' passwords
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         return [_document(c) for c in self.windowrag.search(query)]
