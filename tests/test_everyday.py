@@ -274,6 +274,23 @@ def test_an_empty_path_and_paths_given_to_ingest_are_named(conn, collection_name
         Ingestor(conn, collection=collection_name, embedder=embedder).ingest(["windowrag_pg/samples/security.md"])
 
 
+def test_an_unknown_search_option_is_named_with_the_valid_ones(db_url, conn, samples_collection, embedder):
+    """wr.search(q, top_k=5) and Pipeline.search(q, options=PipelineOptions(...)) raised a bare
+    TypeError from PipelineOptions.__init__; the framework retrievers already named the options."""
+    from windowrag_pg.retrieve.retriever import QueryError
+
+    pipeline = Pipeline(conn, collection=samples_collection, embedder=embedder)
+    for search in (lambda **o: wr.search("learning budget", collection=samples_collection, url=db_url, **o),
+                   lambda **o: pipeline.search("learning budget", **o)):
+        with pytest.raises(QueryError, match=r"^unknown search option\(s\) top_k; the options of "
+                                             r"windowrag_pg.search are k, token_budget, .*window, mode, rerank"):
+            search(top_k=5)
+        with pytest.raises(QueryError, match=r"takes its options as keywords \(k=5, .*not options=; "
+                                             r"a PipelineOptions goes to Pipeline.run\(query, options\)"):
+            search(options=PipelineOptions(k=2))
+    assert pipeline.run("learning budget", PipelineOptions(k=2)).contexts  # as the message says
+
+
 @pytest.mark.parametrize("one_path", ["/", ".", "a.md", b"/", Path("/")])
 def test_one_path_given_to_iter_sources_is_refused_when_called(one_path):
     """iter_sources("a.md") iterated the string: "." read the working folder, "/" walked the whole

@@ -220,3 +220,26 @@ def test_a_retrievers_repr_and_serialised_forms_hide_the_database_password():
     assert "url='postgresql://app:***@db.example/prod'" in repr(chain)
     assert "read_url='host=replica user=app password=***'" in repr(llama.windowrag)
     assert (chain.windowrag.url, llama.windowrag.read_url) == (url, read_url)  # still what connects
+
+
+def test_one_document_or_a_string_given_to_ingest_documents_is_refused_by_name(db_url, collection_name):
+    """ingest_documents(doc) iterated the Document's fields (AttributeError: 'tuple' object has no
+    attribute 'id'); a string or a dict in place of a Document failed the same way."""
+    require_optional("langchain_core", "langchain-core")
+    from langchain_core.documents import Document as LangChainDocument
+    from llama_index.core.schema import Document as LlamaDocument
+
+    from windowrag_pg.integrations.langchain import ingest_documents as langchain_ingest
+    from windowrag_pg.integrations.llama_index import ingest_documents as llama_ingest
+
+    for ingest, document, label in ((langchain_ingest, LangChainDocument(page_content="One. Two.", id="one"),
+                                     "LangChain Documents"),
+                                    (llama_ingest, LlamaDocument(text="One. Two.", id_="one"), "LlamaIndex Documents")):
+        for alone in (document, "One. Two."):
+            with pytest.raises(TypeError, match=rf"ingest_documents takes a list of {label}, not one "
+                                                rf"{type(alone).__name__}: ingest_documents\(\[document\]\)"):
+                ingest(alone, connection=db_url, collection=collection_name)
+        with pytest.raises(TypeError, match=rf"ingest_documents takes {label}; item 2 is a dict "):
+            ingest([document, {"text": "x", "id": "y"}], connection=db_url, collection=collection_name)
+    with connect(db_url) as conn:  # refused as the ingest read its first documents: none written
+        assert windowrag_pg.list_documents(conn, collection=collection_name) == []

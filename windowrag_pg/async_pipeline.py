@@ -10,7 +10,7 @@ from typing import Any
 from .db.async_source import async_connection_source
 from .db.statements import arun_steps
 from .embed.base import Embedder
-from .pipeline import Pipeline, PipelineOptions, PipelineResult
+from .pipeline import Pipeline, PipelineOptions, PipelineResult, search_options
 from .rerank.base import Reranker
 
 
@@ -32,7 +32,7 @@ class AsyncPipeline:
 
     async def search(self, query: str, *, filters: dict[str, Any] | None = None, collection: str | None = None,
                      **options: Any) -> PipelineResult:
-        return await self.run(query, PipelineOptions(**options), filters=filters, collection=collection)
+        return await self.run(query, search_options(options), filters=filters, collection=collection)
 
     async def run(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None = None,
                   collection: str | None = None) -> PipelineResult:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -143,6 +143,21 @@ class PipelineOptions:
                              clamp=self.clamp, rrf_k=self.rrf_k, ef_search=self.ef_search, radius=self.radius)
 
 
+def search_options(options: dict[str, Any]) -> PipelineOptions:
+    """The keyword options of a search (windowrag_pg.search, Pipeline.search, the adapters) as
+    PipelineOptions. Unknown names raise QueryError listing the valid ones: PipelineOptions(top_k=5)
+    raised a bare TypeError from its __init__."""
+    names = [f.name for f in fields(PipelineOptions)]
+    if "options" in options:
+        raise QueryError("search takes its options as keywords (k=5, token_budget=800, …), not options=; "
+                         "a PipelineOptions goes to Pipeline.run(query, options)")
+    unknown = sorted(set(options) - set(names))
+    if unknown:
+        raise QueryError(f"unknown search option(s) {', '.join(unknown)}; "
+                         f"the options of windowrag_pg.search are {', '.join(names)}")
+    return PipelineOptions(**options)
+
+
 @dataclass(slots=True)
 class PipelineResult:
     query: str
@@ -201,7 +216,7 @@ class Pipeline:
 
     def search(self, query: str, *, filters: dict[str, Any] | None = None, collection: str | None = None,
                **options: Any) -> PipelineResult:
-        return self.run(query, PipelineOptions(**options), filters=filters, collection=collection)
+        return self.run(query, search_options(options), filters=filters, collection=collection)
 
     def run(self, query: str, options: PipelineOptions, *, filters: dict[str, Any] | None = None,
             collection: str | None = None) -> PipelineResult:

@@ -4,8 +4,8 @@ the metadata they attach. Framework-free, so each adapter is only the framework'
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
@@ -14,13 +14,11 @@ from ..async_pipeline import AsyncPipeline
 from ..db.source import is_async
 from ..db.connection import _redact, connect
 from ..ingest import Ingestor, IngestReport
-from ..pipeline import Pipeline, PipelineOptions
+from ..pipeline import Pipeline, search_options
 from ..retrieve.filters import compile_filters
-from ..retrieve.retriever import QueryError
 from ..store.collections import check_collection_name
 from ..sources import SourceDocument, SourceError
 
-SEARCH_OPTIONS = tuple(f.name for f in fields(PipelineOptions))
 # the metadata every retrieved node / document carries (the values of windowrag_pg.search)
 METADATA_KEYS = ("document_id", "title", "section_path", "start_char", "end_char", "score")
 # and these when the context starts inside a list or table (its lead-in or header, sent in front)
@@ -31,11 +29,7 @@ FORMATS_BY_SUFFIX = {".md": "markdown", ".markdown": "markdown", ".html": "html"
 def check_search_options(options: dict[str, Any]) -> dict[str, Any]:
     """The keyword options of windowrag_pg.search, checked now (a typo fails at construction,
     not at the first query): unknown names and bad values raise QueryError."""
-    unknown = sorted(set(options) - set(SEARCH_OPTIONS))
-    if unknown:
-        raise QueryError(f"unknown search option(s) {', '.join(unknown)}; "
-                         f"the options of windowrag_pg.search are {', '.join(SEARCH_OPTIONS)}")
-    PipelineOptions(**options)  # value checks
+    search_options(options)
     return dict(options)
 
 
@@ -67,6 +61,26 @@ def source_document(*, external_id: str, text: str, metadata: dict[str, Any] | N
     source = metadata.get("file_path") or metadata.get("source")
     return SourceDocument(external_id=external_id, format=format, title=title, text=text,
                           source=str(source) if source is not None else None, metadata=metadata)
+
+
+def framework_documents(documents: Any, document_type: type | tuple[type, ...], label: str) -> Iterator[Any]:
+    """DOCUMENTS (a list of DOCUMENT_TYPE, called LABEL in errors) one by one. One document or a
+    string given on its own is refused now, before anything is connected to (iterated, a Document
+    gave its fields as tuples: AttributeError 'tuple' object has no attribute 'id'); an item of
+    another type is refused when it is reached, as Ingestor.ingest refuses one."""
+    if isinstance(documents, (str, bytes, document_type)):
+        raise TypeError(f"ingest_documents takes a list of {label}, not one {type(documents).__name__}: "
+                        "ingest_documents([document])")
+    return _checked_documents(documents, document_type, label)
+
+
+def _checked_documents(documents: Iterable[Any], document_type: type | tuple[type, ...],
+                       label: str) -> Iterator[Any]:
+    for number, document in enumerate(documents, start=1):
+        if not isinstance(document, document_type):
+            raise TypeError(f"ingest_documents takes {label}; item {number} is a {type(document).__name__} "
+                            f"({document!r:.80})")
+        yield document
 
 
 def ingest_sources(sources: Iterable[SourceDocument | SourceError], *, connection: Any, collection: str,

@@ -22,7 +22,9 @@ from pydantic import ConfigDict, field_serializer
 from ..assemble.context import AssembledContext
 from ..ingest import IngestReport
 from ..sources import SourceDocument, SourceError
-from .common import WindowragSearch, context_id, context_metadata, ingest_sources, source_document
+from .common import (
+    WindowragSearch, context_id, context_metadata, framework_documents, ingest_sources, source_document,
+)
 
 
 class WindowragRetriever(BaseRetriever):
@@ -62,6 +64,7 @@ def ingest_documents(documents: Iterable[Document], *, connection: Any = None, c
     share a source (a PDF loader's pages, a splitter's chunks) are told apart by their order
     among those: SOURCE, SOURCE#1, SOURCE#2, ... (one id for all of them made each replace the
     last). Errors are reported per document, as Ingestor does."""
+    documents = framework_documents(documents, Document, "LangChain Documents")
     return ingest_sources(_sources(documents, format), connection=connection, collection=collection,
                           **ingestor_options)
 

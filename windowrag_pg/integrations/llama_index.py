@@ -18,7 +18,10 @@ from llama_index.core.schema import Document, NodeWithScore, QueryBundle, TextNo
 
 from ..assemble.context import AssembledContext
 from ..ingest import IngestReport
-from .common import LEAD_METADATA_KEYS, WindowragSearch, context_id, context_metadata, ingest_sources, source_document
+from .common import (
+    LEAD_METADATA_KEYS, WindowragSearch, context_id, context_metadata, framework_documents, ingest_sources,
+    source_document,
+)
 
 # Offsets and scores are for citations and tracing; the LLM reads title, document and section.
 LLM_HIDDEN_METADATA = ["start_char", "end_char", "score", *LEAD_METADATA_KEYS]
@@ -54,6 +57,8 @@ def ingest_documents(documents: Iterable[Document], *, connection: Any = None, c
     """Ingest LlamaIndex Documents (whole documents: windowrag-pg splits them into sentences
     itself). The document id is doc.id_; errors are reported per document, as Ingestor does.
     CONNECTION: a Connection, a ConnectionPool or a URL of the primary (None: as connect())."""
+    # a TextNode has what is read here too (id_, text, metadata)
+    documents = framework_documents(documents, (Document, TextNode), "LlamaIndex Documents")
     sources = (source_document(external_id=doc.id_, text=doc.text, metadata=doc.metadata, format=format)
                for doc in documents)
     return ingest_sources(sources, connection=connection, collection=collection, **ingestor_options)
