@@ -95,6 +95,31 @@ def test_delete_collection_removes_everything_of_it_and_nothing_else(db_url, con
     assert "does not exist" in capsys.readouterr().err
 
 
+def test_a_document_given_without_a_source_keeps_the_stored_one(conn, embedder, collection_name):
+    """The README's LlamaIndex snippet re-ingests a file's text under the file's id with metadata
+    file_name only (no source): the stored source (the file's path) was erased, so source= found
+    the document no more. Its metadata is replaced, its source kept; a source given replaces it."""
+    ingestor = Ingestor(conn, collection=collection_name, embedder=embedder)
+    ingestor.ingest(DOCS)
+    by_source = {"source": "/srv/security.md"}
+
+    def stored():
+        return {r["id"]: (r["source"], r["metadata"]) for r in wr.list_documents(conn, collection=collection_name)}
+
+    unnamed = dataclasses.replace(DOCS[0], source=None, metadata={"file_name": "security.md"})
+    assert ingestor.ingest([unnamed]).metadata_updated == 1  # the same text: metadata only
+    assert stored()["keys"] == ("/srv/security.md", {"file_name": "security.md"})
+    assert ingestor.ingest([unnamed]).unchanged == 1
+    rewritten = dataclasses.replace(unnamed, text=DOCS[0].text + " Keys are never emailed.")
+    assert ingestor.ingest([rewritten]).replaced == 1  # a new text: written again
+    assert stored()["keys"][0] == "/srv/security.md"
+    assert [r["id"] for r in wr.list_documents(conn, collection=collection_name, filters=by_source)] == ["keys"]
+    moved = dataclasses.replace(rewritten, source="/srv/moved/security.md", metadata={"file_name": "moved"})
+    assert ingestor.ingest([moved]).metadata_updated == 1
+    assert stored()["keys"][0] == "/srv/moved/security.md"
+    assert stored()["lunch"][0] == "/srv/office.txt"  # the other document as it was
+
+
 def test_a_metadata_only_change_updates_metadata_without_re_embedding(conn, collection_name):
     embedder = CountingEmbedder()
     ingestor = Ingestor(conn, collection=collection_name, embedder=embedder)

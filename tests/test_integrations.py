@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
@@ -243,3 +244,21 @@ def test_one_document_or_a_string_given_to_ingest_documents_is_refused_by_name(d
             ingest([document, {"text": "x", "id": "y"}], connection=db_url, collection=collection_name)
     with connect(db_url) as conn:  # refused as the ingest read its first documents: none written
         assert windowrag_pg.list_documents(conn, collection=collection_name) == []
+
+
+def test_the_readme_llama_index_ingest_keeps_the_files_source(db_url, collection_name):
+    """The README's snippet: a file ingested, then its text as a LlamaIndex Document under the
+    file's id with metadata file_name only; a source= filter on the file's path found nothing after."""
+    from llama_index.core import Document
+
+    from windowrag_pg.integrations.llama_index import ingest_documents
+
+    path = resources.files("windowrag_pg.samples") / "handbook.md"
+    with connect(db_url, autocommit=True) as conn:
+        windowrag_pg.Ingestor(conn, collection=collection_name).ingest(windowrag_pg.iter_sources([str(path)]))
+    report = ingest_documents([Document(id_=str(Path(str(path)).resolve()), text=path.read_text(encoding="utf-8"),
+                                        metadata={"file_name": path.name})], connection=db_url, collection=collection_name)
+    assert (report.metadata_updated, report.added, report.replaced) == (1, 0, 0)
+    found = windowrag_pg.search("learning budget", collection=collection_name, url=db_url,
+                                filters={"source": str(Path(str(path)).resolve())})
+    assert [c.citation.document_id for c in found.contexts][:1] == [str(Path(str(path)).resolve())]

@@ -464,7 +464,8 @@ class Ingestor:
             if not update_metadata(conn, self.collection, self._record(source, parsed, digest), expected_hash=stored_hash):
                 # changed meanwhile: by another ingest of this same version (nothing to do), or not
                 return "unchanged" if existing_hash(conn, self.collection, source.external_id) == digest else None
-            return "unchanged" if (metadata, source_name) == (source.metadata, source.source) else "metadata_updated"
+            kept = source_name if source.source is None else source.source  # (update_metadata keeps it)
+            return "unchanged" if (metadata, source_name) == (source.metadata, kept) else "metadata_updated"
 
     def _record(self, source: SourceDocument, parsed: ParsedDocument, digest: str) -> DocumentRecord:
         return DocumentRecord(external_id=source.external_id, title=source.title or parsed.title, source=source.source,

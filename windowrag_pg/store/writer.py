@@ -6,7 +6,7 @@ A crash at any point leaves either the old version of each document or the new o
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import psycopg
@@ -80,7 +80,7 @@ def write_documents(conn: psycopg.Connection, collection: Collection, documents:
         lock_collection_writes(conn, collection)
         if bulk:
             conn.execute(load_sql("bulk_document"))
-        stored = {external_id: (document_id, digest) for external_id, document_id, digest
+        stored = {external_id: (document_id, digest, source) for external_id, document_id, digest, source
                   in conn.execute(load_sql("lock_documents"), [collection.id, external_ids])}
         new: list[DocumentRows] = []
         for document in documents:
@@ -89,6 +89,8 @@ def write_documents(conn: psycopg.Connection, collection: Collection, documents:
                 statuses.append("unchanged")
                 continue
             statuses.append("replaced" if old is not None else "added")
+            if old is not None:
+                document = replace(document, record=kept_source(document.record, old[2]))
             new.append(document)
         replaced = [stored[d.record.external_id][0] for d in new if d.record.external_id in stored]
         if replaced:
@@ -124,13 +126,20 @@ def update_metadata(conn: psycopg.Connection, collection: Collection, record: Do
         stored = conn.execute(load_sql("lock_documents"), [collection.id, [record.external_id]]).fetchone()
         if stored is None:
             return False
-        _, document_id, stored_hash = stored
+        _, document_id, stored_hash, stored_source = stored
         if stored_hash != expected_hash:
             return False
         conn.execute(load_sql("update_document_metadata"), {
             "id": document_id, "metadata": Jsonb(record.metadata), "content_hash": record.content_hash,
-            "source": record.source})
+            "source": kept_source(record, stored_source).source})
     return True
+
+
+def kept_source(record: DocumentRecord, stored_source: str | None) -> DocumentRecord:
+    """RECORD, with the stored version's source when it names none: a framework document that
+    does not say where it was read from (a LlamaIndex Document with only metadata file_name,
+    under the id its file's ingest gave it) erased the file's path, and source= found it no more."""
+    return replace(record, source=stored_source) if record.source is None else record
 
 
 def delete_document(conn: psycopg.Connection, collection: Collection, external_id: str) -> bool:
