@@ -80,3 +80,26 @@ def test_doctor_cli_prints_recall_and_names_bad_recall_arguments(db_url, contrac
     assert unknown.returncode == 1 and "'no_such_collection' does not exist" in unknown.stderr
     assert "ok" not in unknown.stdout  # said before the checks run
     assert "Traceback" not in bad.stderr + missing.stderr + unknown.stderr
+
+
+def test_doctor_finds_and_fix_fills_the_gaps_a_downgrade_emptied(db_url, conn, collection_name, embedder):
+    """Found by a tester: a downgrade below migration 0014 and an upgrade left every sentence's gap
+    (the text to the next sentence) NULL; the default selection then chose other contexts, and
+    neither a re-ingest ("unchanged") nor doctor noticed. Doctor names the sentences and --fix
+    reads their gaps from the documents' text by split/gaps.py's rule: the same as written."""
+    text = "# Leave\n\nAsk your manager first.\n\n- Parental leave: 16 weeks.\n- Sick leave: paid.\n\nThat is all."
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest(
+        [SourceDocument(external_id="leave.md", format="markdown", text=text)])
+    query = ("SELECT s.ordinal, s.gap FROM windowrag.sentences s JOIN windowrag.collections c"
+             " ON c.id = s.collection_id WHERE c.name = %s ORDER BY s.ordinal")
+    written = conn.execute(query, [collection_name]).fetchall()
+    assert any(gap not in ("", None) and gap.strip() for _, gap in written)  # markup between units
+    conn.execute("UPDATE windowrag.sentences s SET gap = NULL FROM windowrag.collections c"  # as the round trip left it
+                 " WHERE c.id = s.collection_id AND c.name = %s", [collection_name])
+    check = next(c for c in run_checks(conn) if c.name == "text between sentences stored")
+    assert not check.ok and f"{collection_name!r}: {len(written)} sentences" in check.detail
+    fixed = subprocess.run([sys.executable, "-m", "windowrag_pg.cli", "--database-url", db_url, "doctor", "--fix"],
+                           capture_output=True, text=True, timeout=600)
+    assert f"fixed text between sentences of {collection_name!r}" in fixed.stdout, fixed.stdout + fixed.stderr
+    assert conn.execute(query, [collection_name]).fetchall() == written
+    assert next(c for c in run_checks(conn) if c.name == "text between sentences stored").ok

@@ -559,8 +559,8 @@ def cmd_doctor(args) -> int:
     from rich.markup import escape
 
     from .doctor import (
-        centre_indexes, check_may_repair, drop_orphan_indexes, repair_bm25, repair_indexes, repair_native,
-        repair_owner_only_functions, run_checks,
+        centre_indexes, check_may_repair, drop_orphan_indexes, fill_missing_gaps, repair_bm25, repair_indexes,
+        repair_native, repair_owner_only_functions, run_checks,
     )
     from .store.collections import get_collection
 
@@ -581,6 +581,8 @@ def cmd_doctor(args) -> int:
                 console.print(f"fixed HNSW index of {name!r}: rebuilt centred on its rows", markup=False)
             for name in repair_bm25(conn):
                 console.print(f"fixed BM25 statistics of {name!r}: recounted and packed", markup=False)
+            for name in fill_missing_gaps(conn):
+                console.print(f"fixed text between sentences of {name!r}: read from the documents", markup=False)
             if repair_native(conn):
                 console.print("fixed BM25 sums in C: CREATE EXTENSION windowrag_native")
         checks = run_checks(conn)
