@@ -542,6 +542,10 @@ BEGIN
         RAISE EXCEPTION 'windowrag: max_sentences must be positive (got %)', max_sentences
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- The collection named first (0033): where the role sees no sentence (a tenant service that
+    -- set no tenant, an empty database), the join below never ran hybrid_search, which names it,
+    -- and a misspelt or hidden collection gave no row instead of "does not exist".
+    PERFORM windowrag.collection_id(collection);
     -- Each hit's window and its JSON come with it from the query (cheaper in the executor than
     -- as PL/pgSQL expressions, ~1 µs each); the walk below only compares and merges ranges.
     -- grp, the section (or document) id, is unique across documents: equal grp, same document.

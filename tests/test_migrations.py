@@ -656,3 +656,26 @@ def test_a_view_of_the_users_over_a_changed_function_holds_the_migration_back_an
         conn.execute("DROP VIEW public.my_candidates")
         db.upgrade(conn)
         assert db.current_revision(conn) == db.head_revision()
+
+
+def test_0033_search_windows_names_its_collection_first_down_and_up(db_url, embedder):
+    """0033: search_windows names its collection before its hits are joined with the visible
+    sentences (a tenant service that set no tenant got no row for any name: tests/test_tenancy.py);
+    the downgrade restores 0032's definition, the upgrade this one; a missing collection is named
+    either way where sentences are visible."""
+    definition = ("SELECT pg_get_functiondef(p.oid) FROM pg_proc p WHERE p.proname = 'search_windows'"
+                  " AND p.pronamespace = 'windowrag'::regnamespace")
+    with scratch_database(db_url, "migration_0033_test") as url, db.connect(url, autocommit=True) as conn:
+        _populate(conn, embedder)
+        vector = str(embedder.embed_query("second sentence").tolist())
+        names_first = "PERFORM windowrag.collection_id(collection);"
+        assert names_first in conn.execute(definition).fetchone()[0]
+        found = conn.execute("SELECT * FROM windowrag.search_windows('m', 'second sentence', %s::vector)", [vector]).fetchall()
+        db.downgrade(conn, "0032")
+        assert names_first not in conn.execute(definition).fetchone()[0]
+        with pytest.raises(psycopg.errors.UndefinedObject):
+            conn.execute("SELECT * FROM windowrag.search_windows('nope', 'x', %s::vector)", [vector])
+        db.upgrade(conn)
+        assert names_first in conn.execute(definition).fetchone()[0]
+        assert conn.execute("SELECT * FROM windowrag.search_windows('m', 'second sentence', %s::vector)",
+                            [vector]).fetchall() == found

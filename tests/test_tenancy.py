@@ -341,9 +341,11 @@ def test_set_windowrag_tenant_does_not_escalate_a_plain_role(tenancy, embedder):
 def test_service_role_sees_exactly_the_tenant_it_sets(tenancy, embedder):
     embedding = embedder.embed_query(SECRET)
     with tenancy.connect(SERVICE) as conn:
-        # no tenant chosen: nothing
+        # no tenant chosen: nothing, and every function names the collection as not existing
+        # (search_windows gave no row, without a word, before migration 0033: found by a tester)
         assert conn.execute("SELECT windowrag.current_tenants()").fetchone()[0] == []
         assert _visible_counts(conn) == dict.fromkeys(DATA_TABLES, 0)
+        _assert_function_paths_closed(conn, tenancy, embedding)
 
         conn.execute(sql.SQL("SET windowrag.tenant = {}").format(sql.Literal(tenancy.tenant_b)))
         assert _visible_counts(conn) == tenancy.counts_b

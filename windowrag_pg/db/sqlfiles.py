@@ -22,7 +22,7 @@ def load_frozen_sql(name: str) -> str:
 # before (migrations/versions/NNNN_functions.sql). A new migration that changes sql/functions.sql
 # adds its revision here.
 REPLACED_FUNCTIONS = ("0010", "0011", "0012", "0013", "0014", "0015", "0016", "0017", "0018", "0019", "0020", "0021",
-                      "0022", "0023", "0024", "0026", "0027", "0028", "0029", "0030", "0031", "0032")
+                      "0022", "0023", "0024", "0026", "0027", "0028", "0029", "0030", "0031", "0032", "0033")
 
 
 def functions_as_of(revision: str) -> list[str]:
