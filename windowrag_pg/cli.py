@@ -121,9 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rerank-candidates", type=int, default=None, help=f"windows to rerank ({describe('rerank_candidates')})")
     p.add_argument("--rerank-token-budget", type=int, default=None,
                    help="tokens the cross-encoder reads in all (it scores windows in retrieval order while they fit; "
-                        "default 1500, about 0.5 s on 2 cores)")
+                        f"default 1500, about 0.5 s on 2 cores; {describe('rerank_token_budget')})")
     p.add_argument("--rerank-tokens", type=int, default=None,
-                   help="tokens of each window the cross-encoder reads (whole sentences around the hits)")
+                   help="tokens of each window the cross-encoder reads (whole sentences around the hits; "
+                        f"{describe('rerank_tokens')}; default 384)")
     p.add_argument("--rse", default=None, help="RSE preset: balanced, precision, find_all or none")
     p.add_argument("--max-sentences", type=int, default=None,
                    help=f"sentences the retrieved windows may hold together ({describe('max_sentences')}; default: no budget)")
@@ -565,6 +566,14 @@ def cmd_doctor(args) -> int:
     from .store.collections import get_collection
 
     console = Console()
+    if args.recall is None:
+        given = [flag for flag, value, default in (("--recall-queries", args.recall_queries, None),
+                                                   ("--recall-sample", args.recall_sample, 50),
+                                                   ("--ef-search", args.ef_search, (100, 200, 400)))
+                 if value != default]
+        if given:
+            raise SystemExit(f"windowrag doctor: {', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} "
+                             "with --recall COLLECTION")
     with _connect(args) as conn:
         # a wrong name is said before the checks run, not after
         recall_collection = get_collection(conn, args.recall) if args.recall is not None else None
