@@ -23,7 +23,11 @@ def test_paths_and_hub_ids_are_told_apart():
 def test_a_folder_that_does_not_exist_is_named(tmp_path):
     missing = str(tmp_path / "no-model")
     assert model_source_problem(missing) == f"no model folder at {missing!r}"
-    assert model_source_problem(str(tmp_path)) is None  # a folder: the backend reads it
+    # a folder without a model's config (found by a tester: transformers listed its ~400 model types)
+    assert model_source_problem(str(tmp_path)) == f"{str(tmp_path)!r} is a folder without a model in it " \
+        "(no config.json or modules.json)"
+    (tmp_path / "config.json").write_text("{}")
+    assert model_source_problem(str(tmp_path)) is None  # a model's folder: the backend reads it
     started = time.monotonic()
     with pytest.raises(EmbeddingError, match="no model folder at"):
         get_embedder(missing)

@@ -50,7 +50,11 @@ def check_model_source(name: str, *, error: type[Exception], what: str) -> None:
 def model_source_problem(name: str, *, timeout: float = REACH_TIMEOUT_SECONDS) -> str | None:
     """Why model NAME cannot be loaded, when that can be told quickly; None when it may load (a
     local folder, a cached model, or a hub whose host answers)."""
-    if os.path.isdir(os.path.expanduser(name)):
+    folder = os.path.expanduser(name)
+    if os.path.isdir(folder):
+        # a folder without a model's config: transformers would list its ~400 model types
+        if not any(os.path.isfile(os.path.join(folder, f)) for f in ("config.json", "modules.json")):
+            return f"{name!r} is a folder without a model in it (no config.json or modules.json)"
         return None
     if looks_like_path(name):
         return f"no model folder at {name!r}"
