@@ -145,9 +145,13 @@ def test_migration_0022_down_and_up_keeps_every_row(db_url, embedder, eval_dir):
         rows = conn.execute("SELECT id, embedding::text, tsv::text FROM windowrag.sentences ORDER BY id").fetchall()
         top = conn.execute("SELECT sentence_id FROM windowrag.dense_search('centred', %s::vector, 5, ef_search => 1000)",
                            [vector]).fetchall()
+        key_functions = ("SELECT count(*) FROM pg_proc WHERE pronamespace = 'windowrag'::regnamespace"
+                         " AND proname LIKE 'index\\_key\\_c%'")
+        assert conn.execute(key_functions).fetchone()[0] == 1  # the centred index's
         db.downgrade(conn, "0021")
         assert conn.execute("SELECT count(*) FROM information_schema.columns WHERE table_schema = 'windowrag'"
                             " AND table_name = 'collections' AND column_name = 'vector_centre'").fetchone()[0] == 0
+        assert conn.execute(key_functions).fetchone()[0] == 0  # found by a tester: it outlived the downgrade
         assert index_definition(conn, "centred").endswith(
             "USING hnsw (((embedding)::halfvec(384)) halfvec_cosine_ops) WITH (m='24') WHERE (collection_id = 1)")
         assert conn.execute("SELECT sentence_id FROM windowrag.dense_search('centred', %s::vector, 5, ef_search => 1000)",

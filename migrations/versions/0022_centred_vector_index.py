@@ -41,6 +41,24 @@ INDEX_0021 = {
 }
 
 
+# The indexes' key functions (windowrag.index_key_c<id>_<digest>, which later revisions create for
+# an index's centre), none used by an index once they are rebuilt as 0021 builds them: dropped, so
+# that the schema is 0021's (found by a tester: they outlived the downgrade, for good).
+DROP_KEY_FUNCTIONS = """
+DO $$
+DECLARE
+    fn regprocedure;
+BEGIN
+    FOR fn IN SELECT p.oid::regprocedure FROM pg_proc p
+              WHERE p.pronamespace = 'windowrag'::regnamespace AND starts_with(p.proname, 'index_key_c')
+                AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.refclassid = 'pg_proc'::regclass
+                                AND d.refobjid = p.oid AND d.classid = 'pg_class'::regclass) LOOP
+        EXECUTE format('DROP FUNCTION %s', fn);
+    END LOOP;
+END $$
+"""
+
+
 def upgrade() -> None:
     op.execute("ALTER TABLE windowrag.collections ADD COLUMN vector_centre halfvec")
     for statement in functions_as_of(revision):
@@ -55,5 +73,6 @@ def downgrade() -> None:
         op.execute(sql.SQL("DROP INDEX IF EXISTS windowrag.{}").format(name).as_string(driver))
         op.execute(sql.SQL(INDEX_0021[vector_index]).format(
             index_name=name, dimension=sql.Literal(dimension), collection_id=sql.Literal(collection_id)).as_string(driver))
+    op.execute(DROP_KEY_FUNCTIONS)
     op.execute("ALTER TABLE windowrag.collections DROP COLUMN vector_centre")
     op.execute(load_frozen_sql("0022_functions"))
