@@ -1304,3 +1304,63 @@ def test_a_man_page_rendered_to_text_is_read_as_wrapped_prose() -> None:
     assert "* A bullet item whose text runs past the end of its first line goes on under its text, and stays " \
            "one item with its continuation." in texts
     assert any(t.startswith("* See the changelog") and t.endswith(".gz") for t in texts)  # a long path had to wrap
+
+
+def test_a_docx_is_held_to_the_size_limit_by_its_text_and_its_inflated_parts(monkeypatch) -> None:
+    """Found by a tester: only the compressed file was measured (1.5 MB of DOCX gave 29 MB of text,
+    555,550 sentences; a 3 MB zip bomb inflated to 3 GB in memory before an error)."""
+    import io
+    import zipfile
+
+    import docx
+
+    from windowrag_pg.ingest import parse_source
+    from windowrag_pg.sources import SourceDocument
+
+    monkeypatch.setenv("WINDOWRAG_MAX_DOCUMENT_BYTES", "120000")
+    document = docx.Document()
+    for _ in range(3000):
+        document.add_paragraph("Each clause of this agreement binds both parties.")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    small_file = buffer.getvalue()
+    assert len(small_file) < 120_000
+    with pytest.raises(ParseError, match=r"its text \(docx\) is too large: 1\d\d,\d\d\d bytes, the limit is 120,000"):
+        parse_source(SourceDocument(external_id="a.docx", format="docx", data=small_file))
+
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "a", compression=zipfile.ZIP_DEFLATED) as archive:
+        for item in zipfile.ZipFile(io.BytesIO(make_docx())).infolist():
+            archive.writestr(item, zipfile.ZipFile(io.BytesIO(make_docx())).read(item.filename))
+        archive.writestr("word/padding.xml", b" " * 2_000_000)
+    with pytest.raises(ParseError, match=r"unreadable DOCX: its parts inflate to [\d,]+ bytes, over 1,200,000"):
+        parse_docx(bomb.getvalue())
+    monkeypatch.delenv("WINDOWRAG_MAX_DOCUMENT_BYTES")
+    assert parse_docx(bomb.getvalue()).text  # within the default limit it is read
+
+
+def test_a_pdf_page_pypdf_refuses_to_inflate_is_named_not_taken_for_a_scan() -> None:
+    """Found by a tester: a 0.5 MB PDF whose one content stream inflates to 500 MB stopped pypdf at
+    its decompression limit, and the error said "scanned images?"."""
+    import zlib
+
+    packer = zlib.compressobj(9)
+    content = packer.compress(b"BT /F1 10 Tf 50 780 Td (Before the blanks.) Tj ET\n")
+    for _ in range(500):
+        content += packer.compress(b" " * 1_000_000)
+    content += packer.compress(b"\nBT /F1 10 Tf 50 700 Td (After.) Tj ET") + packer.flush()
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Count 1 /Kids [3 0 R] >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+               b" /Resources << /Font << /F1 5 0 R >> >> >>",
+               f"<< /Length {len(content)} /Filter /FlateDecode >>\nstream\n".encode() + content + b"\nendstream",
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    pdf, offsets = bytearray(b"%PDF-1.7\n"), []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(pdf))
+        pdf += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(pdf)
+    pdf += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    pdf += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    pdf += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    with pytest.raises(ParseError, match=r"no extractable text in 1 page\(s\) \(page 1 could not be read \(LimitReached"):
+        parse_pdf(bytes(pdf))

@@ -39,7 +39,11 @@ def parse_pdf_bytes(data: bytes, *, title: str | None = None) -> ParsedDocument:
     page_lines = without_dot_leaders(without_page_furniture(page_lines, protected=outline_lines(page_lines, entries)))
     paged_blocks = _blocks(page_lines)
     if not paged_blocks:
-        raise ParseError(f"unreadable PDF: no extractable text in {len(reader.pages)} page(s) (scanned images?)")
+        # why the pages gave nothing, when a page said so (found by a tester: pypdf's decompression
+        # limit on a stream bomb was reported as "scanned images?")
+        failures = [w for w in warnings if "could not be read" in w]
+        why = "; ".join(failures[:3]) if failures else "scanned images?"
+        raise ParseError(f"unreadable PDF: no extractable text in {len(reader.pages)} page(s) ({why})")
     parts: list[str] = []
     items: list[Block | HeadingMark] = []
     length = 0
