@@ -41,3 +41,18 @@ def test_each_unit_gets_the_header_of_its_own_section():
     assert texts["We offer benefits."] == "Handbook › Benefits: We offer benefits."
     assert texts["The dental plan is free."] == "Handbook › Benefits › Dental: The dental plan is free."
     assert embedding_texts(parsed, units, title=parsed.title, contextual_headers=False) == [u.text for u in units]
+
+
+def test_a_long_title_or_heading_is_cut_so_the_unit_keeps_its_room():
+    """Found by a tester: a 230 KB heading was written before each of 2,000 sentences (3.4 GB to
+    embed), and the model, which reads 512 tokens, read none of the sentence."""
+    from windowrag_pg.embed.headers import MAX_HEADER_CHARS, MAX_HEADER_PART_CHARS, contextual_header, embedding_text
+
+    long_heading = "Benefits " * 30_000
+    text = embedding_text("Dental is covered.", title="Handbook", heading_path=("Pay", long_heading))
+    header = text.removesuffix(": Dental is covered.")
+    assert header.startswith("Handbook › Pay › Benefits") and header.endswith("…")
+    assert len(header.split(" › ")[-1]) == MAX_HEADER_PART_CHARS
+    deep = contextual_header("Handbook", [f"Level {i} " + "x" * 150 for i in range(10)])
+    assert len(deep) <= MAX_HEADER_CHARS and deep.startswith("Handbook › ") and "Level 9" in deep
+    assert contextual_header("Handbook", ["Pay", "Dental"]) == "Handbook › Pay › Dental"  # short ones as before
