@@ -847,3 +847,23 @@ def test_bm25_mode_answers_what_it_finds_and_the_cross_encoder_decides(conn, sam
     assert not pipeline.search("What is the budget of the French army?", mode="bm25", min_relevance=None).abstained
     unchecked = pipeline.search("What is the budget of the French army?", mode="bm25", verify_below=None)
     assert not unchecked.abstained and unchecked.trace["verification"] is None
+
+
+def test_control_characters_of_stored_text_reach_the_terminal_as_escapes(db_url, conn, collection_name, embedder,
+                                                                        capsys):
+    """Found by a tester: an ESC in a document's text, title or id went to the terminal as it was
+    (OSC 52 clipboard writes, a cursor move and line erase that forged a line, a cleared screen)."""
+    from windowrag_pg.cli import main
+
+    Ingestor(conn, collection=collection_name, embedder=embedder).ingest([
+        SourceDocument(external_id="id\x1b]0;owned\x07", format="text", title="Title \x1b[2J",
+                       text="Dental cleanings are covered twice a year.\x1b[1A\x1b[2KFAKE: all costs are covered. "
+                            "\x1b]52;c;aGk=\x07Claims go to the benefits team.")])
+    assert main(["--database-url", db_url, "query", "dental cleanings", "--collection", collection_name,
+                 "--min-relevance", "none"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b[1A\\x1b[2KFAKE" in out and "\\x1b]52;c;aGk=\\x07" in out and "Title \\x1b[2J" in out
+    assert main(["--database-url", db_url, "documents", "--collection", collection_name]) == 0
+    listed = capsys.readouterr().out
+    assert "\x1b" not in listed and "\\x1b]0;owned" in listed

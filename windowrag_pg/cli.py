@@ -5,6 +5,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -419,6 +420,19 @@ def _table_console():
     return Console() if sys.stdout.isatty() else Console(width=100_000)
 
 
+# Control characters of stored text shown as escapes: an ESC in a document, title or id would
+# otherwise reach the terminal (found by a tester: OSC 52 clipboard writes, cursor moves that
+# forged lines, a cleared screen). Line breaks and tabs stay in text, not in one-line fields.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LINE_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def shown(text: str, *, one_line: bool = False) -> str:
+    """TEXT as printed: control characters as escapes (\\x1b), line breaks too when ONE_LINE."""
+    pattern = _LINE_CONTROL_RE if one_line else _CONTROL_RE
+    return pattern.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _print_contexts(result) -> None:
     from rich.console import Console
     from rich.panel import Panel
@@ -428,12 +442,13 @@ def _print_contexts(result) -> None:
     if result.abstained:
         console.print(f"no relevant context ({result.trace.get('abstain')})", markup=False)
     for number, context in enumerate(result.contexts, start=1):
-        heading = f"[{number}] {context.citation.label()} — score {context.score:.3f}"
+        heading = shown(f"[{number}] {context.citation.label()} — score {context.score:.3f}", one_line=True)
+        text = shown(context.text)
         if not sys.stdout.isatty():  # to a file or a pipe: whole lines, no box cut at 80 columns
-            print(f"{heading}\n{context.text}\n")
+            print(f"{heading}\n{text}\n")
             continue
         # Text(), not markup: document text and ids may hold [brackets]
-        console.print(Panel(Text(context.text), title=Text(heading), title_align="left"))
+        console.print(Panel(Text(text), title=Text(heading), title_align="left"))
 
 
 def cmd_embed_query(args) -> int:
@@ -494,7 +509,8 @@ def cmd_documents(args) -> int:
     table = Table("id", "title", "source", "sentences", "sections")
     for row in rows:
         # Text(), not markup: ids, titles and sources may hold [brackets] ("[draft]" vanished)
-        table.add_row(*(Text(str(row[key])) if row[key] is not None else "" for key in ("id", "title", "source", "sentences", "sections")))
+        table.add_row(*(Text(shown(str(row[key]), one_line=True)) if row[key] is not None else ""
+                        for key in ("id", "title", "source", "sentences", "sections")))
     _table_console().print(table)
     print(f"{_count(len(rows), 'document')} in {args.collection!r}")
     return 0
