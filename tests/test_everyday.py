@@ -867,3 +867,25 @@ def test_control_characters_of_stored_text_reach_the_terminal_as_escapes(db_url,
     assert main(["--database-url", db_url, "documents", "--collection", collection_name]) == 0
     listed = capsys.readouterr().out
     assert "\x1b" not in listed and "\\x1b]0;owned" in listed
+
+
+def test_a_link_in_a_folder_to_a_file_outside_it_is_not_read(tmp_path):
+    """Found by a tester: an uploaded folder holding passwd.txt -> /etc/passwd was ingested and its
+    lines served as contexts. A link out of the folder is named and not read; a link within it,
+    and the outside file named on its own, are read."""
+    from windowrag_pg.sources import SourceError, iter_sources
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("A private file outside the folder.")
+    folder = tmp_path / "upload"
+    (folder / "docs").mkdir(parents=True)
+    (folder / "docs" / "guide.md").write_text("# Guide\n\nThe guide itself.")
+    (folder / "passwd.txt").symlink_to(outside)
+    (folder / "guide-link.md").symlink_to(folder / "docs" / "guide.md")
+    read = list(iter_sources([folder]))
+    errors = [item for item in read if isinstance(item, SourceError)]
+    assert [e.name for e in errors] == [str(folder / "passwd.txt")]
+    assert f"a link out of the folder (to {outside})" in errors[0].message
+    assert sorted(item.origin for item in read if not isinstance(item, SourceError)) == [
+        str(folder / "docs" / "guide.md"), str(folder / "guide-link.md")]
+    assert [item.text for item in iter_sources([folder / "passwd.txt"])] == ["A private file outside the folder."]

@@ -59,7 +59,8 @@ def iter_sources(paths: Iterable[str | Path]) -> Iterator[SourceDocument | Sourc
 
     In a folder, hidden files and folders (.git, .venv, ...) and files of other formats (images,
     binaries) are passed over: a project folder holds them; a file named on its own is read or
-    refused. A folder with no file to read is an error naming it.
+    refused. A folder with no file to read is an error naming it, and so is a link in a folder to
+    a file outside it (not read: an uploaded folder could reach any file the process can read).
 
     PATHS is a list (any iterable) of paths: one path on its own is refused here, when called
     (iterated, "a.md" was its characters: "." read the working folder, "/" the whole disk)."""
@@ -81,7 +82,14 @@ def _iter_paths(paths: Iterable[str | Path]) -> Iterator[SourceDocument | Source
                 found = f" ({others} other file{'s' if others != 1 else ''} passed over)" if others else ""
                 yield SourceError(str(path), f"no file to read in this folder{found}: "
                                              f"the formats read are {', '.join(sorted(FORMAT_BY_SUFFIX))}")
+            inside = path.resolve()
             for child in readable:
+                target = child.resolve()
+                if not target.is_relative_to(inside):
+                    # found by a tester: a link to /etc/passwd in an uploaded folder was read and served
+                    yield SourceError(str(child), f"a link out of the folder (to {target}): not read; "
+                                                  "name the file itself to ingest it")
+                    continue
                 yield from _read_file(child, external_id=file_document_id(child))
         elif path.is_file():
             yield from _read_file(path, external_id=file_document_id(path))
