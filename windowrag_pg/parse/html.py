@@ -110,9 +110,20 @@ def _space_breaks(soup: BeautifulSoup) -> None:
     "Basic.Cheap." (spaces are collapsed afterwards)."""
     for br in soup.find_all("br"):
         br.replace_with(" ")
-    for holder in soup.find_all(["td", "th", *_HEADING_TAGS]):
-        for block in holder.find_all(HTML_BLOCK_TAGS):
-            block.append(" ")
+    # One walk, each block spaced once: per holder, unclosed cells (nested by html.parser) gave
+    # every block a space per enclosing cell, cubic work in all (found by a tester: a 10 KB
+    # legacy table took 210 s).
+    holders = {"td", "th", *_HEADING_TAGS}
+    spaced: list[Tag] = []
+    stack: list[tuple[Tag, bool]] = [(soup, False)]
+    while stack:
+        node, in_holder = stack.pop()
+        if in_holder and node.name in HTML_BLOCK_TAGS:
+            spaced.append(node)
+        inner = in_holder or node.name in holders
+        stack.extend((child, inner) for child in node.contents if isinstance(child, Tag))
+    for block in spaced:
+        block.append(" ")
 
 
 def _collect_blocks(root: Tag, collector: _BlockCollector) -> None:
@@ -199,12 +210,21 @@ def _row_text(row: Tag) -> str:
     the previous one (``<td>a<td>b``), and a whole-cell ``get_text`` would then read "ab".
     """
     cell_texts: dict[int, list[str]] = {}
-    for string in row.find_all(string=True):
-        if isinstance(string, PreformattedString) or string.find_parent(HTML_DROPPED_TAGS) is not None:
+    if row.find_parent(HTML_DROPPED_TAGS) is not None:
+        return ""
+    # One walk down the row, each string with its nearest cell (looking each string's ancestors up
+    # was cubic in nested unclosed cells: found by a tester)
+    stack: list[tuple[PageElement, Tag | None]] = [(child, None) for child in reversed(row.contents)]
+    while stack:
+        node, cell = stack.pop()
+        if isinstance(node, NavigableString):
+            if not isinstance(node, PreformattedString):
+                cell_texts.setdefault(id(cell) if cell is not None else id(row), []).append(str(node))
             continue
-        cell = string.find_parent(["td", "th"])
-        key = id(cell) if cell is not None and cell is not row else id(row)
-        cell_texts.setdefault(key, []).append(str(string))
+        if node.name in HTML_DROPPED_TAGS:
+            continue
+        inner = node if node.name in ("td", "th") else cell
+        stack.extend((child, inner) for child in reversed(node.contents))
     texts = (_collapse_spaces("".join(parts)) for parts in cell_texts.values())
     return ROW_CELL_SEPARATOR.join(text for text in texts if text)
 
