@@ -19,9 +19,9 @@ from psycopg.pq import TransactionStatus
 
 from .connection import (
     DatabaseError,
-    _redact,
     database_url,
     ensure_schema,
+    redact_passwords,
     same_server,
     session_statement_timeout,
 )
@@ -145,7 +145,7 @@ async def _open(url: str | None, *, migrate: bool) -> psycopg.AsyncConnection:
     try:
         conn = await psycopg.AsyncConnection.connect(resolved, autocommit=True, prepare_threshold=None)
     except psycopg.OperationalError as exc:
-        raise DatabaseError(f"cannot connect to {_redact(resolved)}: {exc}".strip()) from exc
+        raise DatabaseError(f"cannot connect to {redact_passwords(resolved)}: {exc}".strip()) from exc
     try:
         await prepare_async_connection(conn, migrate=migrate)
     except BaseException:

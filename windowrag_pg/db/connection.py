@@ -49,9 +49,9 @@ def connect(url: str | None = None, *, migrate: bool = True, autocommit: bool = 
     try:
         conn = psycopg.connect(resolved, autocommit=autocommit, prepare_threshold=None, **connect_timeout(resolved))
     except psycopg.OperationalError as exc:
-        raise DatabaseError(f"cannot connect to {_redact(resolved)}: {_redact(str(exc))}".strip()) from exc
+        raise DatabaseError(f"cannot connect to {redact_passwords(resolved)}: {redact_passwords(str(exc))}".strip()) from exc
     except psycopg.ProgrammingError as exc:  # a URL libpq cannot read
-        raise DatabaseError(f"not a database URL: {_redact(resolved)} ({_redact(str(exc))})") from exc
+        raise DatabaseError(f"not a database URL: {redact_passwords(resolved)} ({redact_passwords(str(exc))})") from exc
     try:
         prepare_connection(conn, migrate=migrate)
     except BaseException:
@@ -230,7 +230,7 @@ def upgrade(conn: psycopg.Connection, revision: str = "head") -> None:
             # a view or function of the user's own over a windowrag function whose result columns a
             # migration changes (0028, 0029, 0030): Postgres refuses the drop and the migration rolls back
             raise DatabaseError(
-                f"the schema of {_redact(_connection_url(conn))} is at revision {current or 'none'} and the library "
+                f"the schema of {redact_passwords(_connection_url(conn))} is at revision {current or 'none'} and the library "
                 f"needs {target}, which drops and creates again a function that objects of your own depend on "
                 f"({dependents.diag.message_primary}; {(dependents.diag.message_detail or '').strip()}): drop them, "
                 "migrate (any windowrag command), and create them again; nothing was changed") from None
@@ -238,7 +238,7 @@ def upgrade(conn: psycopg.Connection, revision: str = "head") -> None:
             raise
         # a tenant role on a database the library is newer than (deployed before the owner migrated)
         raise DatabaseError(
-            f"the schema of {_redact(_connection_url(conn))} is at revision {current or 'none'}, the library needs "
+            f"the schema of {redact_passwords(_connection_url(conn))} is at revision {current or 'none'}, the library needs "
             f"{target}, and role {conn.info.user!r} may not migrate it: connect once as the schema's owner (any "
             "windowrag command, or alembic -c migrations/alembic.ini upgrade head); nothing was changed") from None
 
@@ -270,7 +270,7 @@ def _known_revision(revision: str) -> bool:
 def _newer_schema_error(conn: psycopg.Connection, current: str, head: str) -> DatabaseError:
     """A newer windowrag-pg migrated this database (a rolling deploy, a library rolled back)."""
     return DatabaseError(
-        f"the schema of {_redact(_connection_url(conn))} is at revision {current}, which this windowrag-pg "
+        f"the schema of {redact_passwords(_connection_url(conn))} is at revision {current}, which this windowrag-pg "
         f"does not know (its newest is {head}): a newer windowrag-pg migrated it. Install that version "
         f"here, or have it downgrade the database to {head} first (alembic downgrade {head}); nothing "
         f"was changed"
@@ -286,7 +286,7 @@ def check_revision(conn: psycopg.Connection) -> None:
         raise _newer_schema_error(conn, current, head)
     if current != head:
         raise DatabaseError(
-            f"the schema of {_redact(_connection_url(conn))} is at revision {current or 'none'}, the library "
+            f"the schema of {redact_passwords(_connection_url(conn))} is at revision {current or 'none'}, the library "
             f"needs {head}: connect to the primary once to migrate it (a replica follows once it has replayed)"
         )
 
@@ -340,7 +340,7 @@ def _connection_url(conn: psycopg.Connection) -> str:
     return f"postgresql://{auth}@{host}:{port}/{quote(dbname, safe='')}"
 
 
-def _redact(text: str) -> str:
+def redact_passwords(text: str) -> str:
     """TEXT (a URL, or a message quoting one) with passwords as ***: user:password@ and
     password=... (a malformed URL was echoed whole)."""
     text = re.sub(r"(?<=[^:/@\s]):[^:/@\s]*@", ":***@", text)

@@ -12,7 +12,7 @@ from typing import Any
 from ..assemble.context import AssembledContext
 from ..async_pipeline import AsyncPipeline
 from ..db.source import is_async
-from ..db.connection import _redact, connect
+from ..db.connection import connect, redact_passwords
 from ..ingest import Ingestor, IngestReport
 from ..pipeline import Pipeline, search_options
 from ..retrieve.filters import compile_filters
@@ -124,8 +124,8 @@ class WindowragSearch:
         """What reprs and serialised forms show (LangChain's dumpd, a trace): the URLs with their
         passwords as *** (they were shown whole), not the pipelines built on first use."""
         return {"collection": self.collection, "connection": self.connection,
-                "url": _redact(self.url) if self.url else self.url,
-                "read_url": _redact(self.read_url) if self.read_url else self.read_url,
+                "url": redact_passwords(self.url) if self.url else self.url,
+                "read_url": redact_passwords(self.read_url) if self.read_url else self.read_url,
                 "filters": self.filters, "options": self.options}
 
     def __repr__(self) -> str:
